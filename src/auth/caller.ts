@@ -1,0 +1,22 @@
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { ConnectError, Code } from "@connectrpc/connect";
+
+/** The authenticated user behind a call, whatever protocol it came over. */
+export interface Caller {
+  readonly name: string;
+  readonly roles: ReadonlySet<string>;
+}
+
+/** Set by the auth interceptor on every authenticated call; undefined on public RPCs without credentials. */
+export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
+
+/** The caller of a call whose RPC requires authentication (the interceptor has already refused anonymous calls). */
+export function callerOf(ctx: HandlerContext): Caller {
+  const caller = ctx.values.get(callerKey);
+  if (!caller) throw new ConnectError("Authentication required", Code.Unauthenticated);
+  return caller;
+}
+
+export function hasAnyRole(caller: Caller, roles: readonly string[]): boolean {
+  return roles.some((r) => caller.roles.has(r));
+}

@@ -1,0 +1,40 @@
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
+import { access as accessOption, type Access } from "../../gen/es/rock/options/v1/access_pb.js";
+import { callerKey } from "./caller.js";
+import { parseBasic, type UserDirectory } from "./users.js";
+
+export const AUTH_REALM = "rock";
+
+/** Methods without the option (reflection, health) are public; the option is read once per method. */
+const accessCache = new WeakMap<DescMethod, Access | undefined>();
+function accessOf(method: DescMethod): Access | undefined {
+  if (!accessCache.has(method)) {
+    accessCache.set(method, hasOption(method, accessOption) ? getOption(method, accessOption) : undefined);
+  }
+  return accessCache.get(method);
+}
+
+/**
+ * Authentication (HTTP Basic, also as gRPC metadata) and the role rules of the `access` option, for
+ * every protocol: the Connect router runs it for gRPC, gRPC-Web and Connect, the REST edge for REST.
+ */
+export function authInterceptor(users: UserDirectory): Interceptor {
+  return (next) => async (req) => {
+    const access = accessOf(req.method);
+    const isPublic = !access || access.public;
+    const credentials = parseBasic(req.header.get("authorization"));
+    if (credentials) {
+      const caller = await users.authenticate(credentials.name, credentials.password);
+      if (caller) req.contextValues.set(callerKey, caller);
+      else if (!isPublic) throw new ConnectError("Bad credentials", Code.Unauthenticated);
+    }
+    if (isPublic) return next(req);
+    const caller = req.contextValues.get(callerKey);
+    if (!caller) throw new ConnectError("Authentication required", Code.Unauthenticated);
+    if (access.roles.length > 0 && !access.roles.some((r) => caller.roles.has(r))) {
+      throw new ConnectError(`${req.method.name} requires one of the roles: ${access.roles.join(", ")}`, Code.PermissionDenied);
+    }
+    return next(req);
+  };
+}

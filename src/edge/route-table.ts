@@ -1,0 +1,104 @@
+import { getOption, hasOption, type DescField, type DescMethod, type DescOneof } from "@bufbuild/protobuf";
+import { createServiceImplSpec, type MethodImplSpec } from "@connectrpc/connect";
+import { http as httpOption } from "../../gen/es/google/api/annotations_pb.js";
+import type { HttpRule } from "../../gen/es/google/api/http_pb.js";
+import { source as sourceOption } from "../../gen/es/rock/options/v1/access_pb.js";
+import { matchPath, parsePathTemplate, type PathTemplate } from "./path-template.js";
+import type { RegisteredService, RestStyle } from "./service-registry.js";
+
+/** One REST binding of an RPC, compiled from its google.api.http rule at start-up. */
+export interface Route {
+  readonly httpMethod: string;
+  readonly template: PathTemplate;
+  readonly spec: MethodImplSpec;
+  readonly style: RestStyle;
+  /** "" (no body), "*" (the whole request message) or a top-level field. */
+  readonly bodyField: DescField | "*" | undefined;
+  /** Where the answer comes from: the whole message, one field, or a oneof (whichever member is set). */
+  readonly responseBody: DescField | DescOneof | undefined;
+  /** Query parameter name (JSON name and proto name) → top-level field. */
+  readonly queryFields: ReadonlyMap<string, DescField>;
+  /** Fields filled from a request header when not set otherwise. */
+  readonly headerFields: readonly (readonly [string, DescField])[];
+}
+
+export interface RouteMatch {
+  readonly route: Route;
+  readonly vars: Map<string, string>;
+}
+
+export type RouteLookup = RouteMatch | { readonly allowed: readonly string[] } | undefined;
+
+export class RouteTable {
+  /** Routes by HTTP method, most literal segments first. */
+  private readonly byMethod = new Map<string, Route[]>();
+  private readonly all: Route[] = [];
+
+  constructor(services: readonly RegisteredService[]) {
+    for (const svc of services) {
+      const spec = createServiceImplSpec(svc.desc, svc.impl);
+      for (const method of svc.desc.methods) {
+        if (!hasOption(method, httpOption)) continue;
+        const rule = getOption(method, httpOption);
+        for (const r of [rule, ...rule.additionalBindings]) this.add(compile(method, r, spec.methods[method.localName]!, svc.rest));
+      }
+    }
+    for (const list of this.byMethod.values()) list.sort((a, b) => b.template.literalCount - a.template.literalCount);
+  }
+
+  lookup(httpMethod: string, path: string): RouteLookup {
+    const parts = path.split("/").slice(1);
+    for (const route of this.byMethod.get(httpMethod) ?? []) {
+      const vars = matchPath(route.template, parts);
+      if (vars) return { route, vars };
+    }
+    const allowed = this.all.filter((r) => r.httpMethod !== httpMethod && matchPath(r.template, parts)).map((r) => r.httpMethod);
+    return allowed.length > 0 ? { allowed: [...new Set(allowed)] } : undefined;
+  }
+
+  get routes(): readonly Route[] {
+    return this.all;
+  }
+
+  private add(route: Route): void {
+    this.all.push(route);
+    const list = this.byMethod.get(route.httpMethod) ?? [];
+    list.push(route);
+    this.byMethod.set(route.httpMethod, list);
+  }
+}
+
+function compile(method: DescMethod, rule: HttpRule, spec: MethodImplSpec, style: RestStyle): Route {
+  const p = rule.pattern;
+  if (p.case === undefined || p.case === "custom") throw new Error(`${method.name}: unsupported http rule`);
+  const template = parsePathTemplate(p.value);
+  const input = method.input;
+  const pathFields = new Set(template.segments.flatMap((s) => (s.kind === "var" ? [s.field.split(".")[0]!] : [])));
+
+  let bodyField: DescField | "*" | undefined;
+  if (rule.body === "*") bodyField = "*";
+  else if (rule.body) bodyField = requireField(method, input.fields, rule.body);
+
+  const queryFields = new Map<string, DescField>();
+  const headerFields: [string, DescField][] = [];
+  for (const f of input.fields) {
+    if (hasOption(f, sourceOption)) headerFields.push([getOption(f, sourceOption).header, f]);
+    if (pathFields.has(f.name) || bodyField === "*" || f === bodyField) continue;
+    queryFields.set(f.jsonName, f);
+    queryFields.set(f.name, f);
+  }
+
+  let responseBody: DescField | DescOneof | undefined;
+  if (rule.responseBody) {
+    responseBody =
+      method.output.fields.find((f) => f.name === rule.responseBody) ?? method.output.oneofs.find((o) => o.name === rule.responseBody);
+    if (!responseBody) throw new Error(`${method.name}: response_body '${rule.responseBody}' is neither a field nor a oneof`);
+  }
+  return { httpMethod: p.case.toUpperCase(), template, spec, style, bodyField, responseBody, queryFields, headerFields };
+}
+
+function requireField(method: DescMethod, fields: readonly DescField[], name: string): DescField {
+  const f = fields.find((x) => x.name === name);
+  if (!f) throw new Error(`${method.name}: body field '${name}' not found`);
+  return f;
+}

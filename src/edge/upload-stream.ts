@@ -1,0 +1,101 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { Readable } from "node:stream";
+import busboy from "busboy";
+import { create, type Message } from "@bufbuild/protobuf";
+import { reflect } from "@bufbuild/protobuf/reflect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
+import { AsyncQueue } from "./async-queue.js";
+import { HTTP_CODE_HEADER } from "../server/rest-hints.js";
+import { applyParts, type RequestParts } from "./request-decoder.js";
+import type { Route } from "./route-table.js";
+
+const HIGH_WATER = 16;
+/** The multipart part that carries the file (what rockr and browsers send). */
+const FILE_PART = "file";
+const FILE_NAME_FIELD = "file_name";
+
+/**
+ * A REST upload as the stream of request messages of a client-streaming RPC: the first message carries
+ * the path and query parameters, form fields and the part's file name come as they arrive, then one
+ * message per chunk in the HttpBody field. Multipart bodies go through busboy; any other body is the
+ * file itself. Nothing is buffered beyond a few chunks.
+ */
+export function uploadMessages(
+  route: Route,
+  req: Readable & { headers: IncomingHttpHeaders },
+  parts: RequestParts,
+  maxBytes: number,
+): AsyncIterable<Message> {
+  const schema = route.spec.method.input;
+  const bodyField = route.bodyField;
+  if (!bodyField || bodyField === "*") throw new ConnectError("upload route needs an HttpBody body field", Code.Internal);
+  const queue = new AsyncQueue<Message>(HIGH_WATER, () => active?.resume());
+  let active: Readable | undefined = req;
+
+  const first = create(schema);
+  applyParts(route, reflect(schema, first), parts);
+  queue.push(first);
+
+  const chunkMessage = (data: Uint8Array): Message => {
+    const m = create(schema);
+    reflect(schema, m).set(bodyField, reflect(HttpBodySchema, create(HttpBodySchema, { data })));
+    return m;
+  };
+  const fieldMessage = (name: string, value: string): Message | undefined => {
+    const field = route.queryFields.get(name);
+    if (!field) return undefined;
+    const m = create(schema);
+    applyParts(route, reflect(schema, m), { vars: new Map(), query: new URLSearchParams([[name, value]]), header: () => undefined });
+    return m;
+  };
+  const tooLarge = () => new ConnectError(`Upload exceeds the limit of ${maxBytes} bytes`, Code.ResourceExhausted, { [HTTP_CODE_HEADER]: "413" });
+  const pipeChunks = (stream: Readable, done: () => void) => {
+    active = stream;
+    let total = 0;
+    stream.on("data", (chunk: Buffer) => {
+      total += chunk.length;
+      if (total > maxBytes) {
+        queue.fail(tooLarge());
+        stream.destroy();
+        return;
+      }
+      if (!queue.push(chunkMessage(chunk))) stream.pause();
+    });
+    stream.once("end", done);
+    stream.once("error", (e) => queue.fail(e));
+  };
+
+  const contentType = req.headers["content-type"] ?? "";
+  if (!/^multipart\/form-data/i.test(contentType)) {
+    pipeChunks(req, () => queue.end());
+    return queue;
+  }
+
+  let bb: busboy.Busboy;
+  try {
+    bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: maxBytes } });
+  } catch (e) {
+    throw new ConnectError(`Malformed multipart body: ${(e as Error).message}`, Code.InvalidArgument);
+  }
+  let sawFile = false;
+  bb.on("field", (name, value) => {
+    const m = fieldMessage(name, value);
+    if (m) queue.push(m);
+  });
+  bb.on("file", (name, stream, info) => {
+    if (name !== FILE_PART || sawFile) {
+      stream.resume();
+      return;
+    }
+    sawFile = true;
+    const m = info.filename ? fieldMessage(FILE_NAME_FIELD, info.filename) : undefined;
+    if (m) queue.push(m);
+    stream.once("limit", () => queue.fail(tooLarge()));
+    pipeChunks(stream, () => (active = req));
+  });
+  bb.once("close", () => (sawFile ? queue.end() : queue.fail(new ConnectError(`Missing multipart part '${FILE_PART}'`, Code.InvalidArgument))));
+  bb.once("error", (e) => queue.fail(new ConnectError(`Malformed multipart body: ${(e as Error).message}`, Code.InvalidArgument)));
+  req.pipe(bb);
+  return queue;
+}
