@@ -1,0 +1,108 @@
+import { expect } from "chai";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import path from "node:path";
+import { NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
+import { HealthCheckResponse_ServingStatus } from "../../gen/es/grpc/health/v1/health_pb.js";
+import { HealthCheckResponse_ServingStatus as GrpcJsServingStatus } from "../../gen/grpc-js/grpc/health/v1/health.js";
+import { startTestServer, basic, type TestServer } from "../support/server.js";
+import { rest, grpcClients, metadataFor, unary, connectClient, type ConnectProtocol } from "../support/clients.js";
+import { Health } from "../../src/server/health.js";
+
+const run = promisify(execFile);
+const BUF = path.resolve("node_modules/.bin/buf");
+
+describe("one port, every protocol", function () {
+  let server: TestServer;
+  let grpc: ReturnType<typeof grpcClients>;
+
+  before(async () => {
+    server = await startTestServer();
+    grpc = grpcClients(server.port);
+    const created = await rest(server.url, "POST", "/ws/draft/networks", {
+      user: "cadmin",
+      password: "cadmin",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: [{ lang: "en", value: "Proto Net" }], acronym: [{ lang: "en", value: "PN" }] }),
+    });
+    expect(created.status).to.equal(201);
+  });
+  after(async () => {
+    grpc.close();
+    await server.stop();
+  });
+
+  it("answers REST/JSON", async () => {
+    const res = await rest(server.url, "GET", "/ws/draft/network/pn", { user: "editor" });
+    expect(res.status).to.equal(200);
+    expect(res.headers.get("content-type")).to.equal("application/json");
+    expect(res.json<{ id: string }>().id).to.equal("pn");
+  });
+
+  it("answers a @grpc/grpc-js client built from the ts-proto stubs (h2c)", async () => {
+    const res = await unary(grpc.networks.getNetwork.bind(grpc.networks), { id: "pn" }, metadataFor("editor"));
+    expect(res.network?.id).to.equal("pn");
+    expect(res.network?.acronym[0]?.value).to.equal("PN");
+  });
+
+  for (const protocol of ["connect", "grpc-web", "grpc"] as ConnectProtocol[]) {
+    it(`answers a Connect-ES client over ${protocol}`, async () => {
+      const client = connectClient(NetworkService, server.port, protocol, "editor");
+      const res = await client.getNetwork({ id: "pn" });
+      expect(res.network?.name[0]?.value).to.equal("Proto Net");
+    });
+  }
+
+  it("maps errors to the same codes in every protocol", async () => {
+    const res = await rest(server.url, "GET", "/ws/draft/network/nope", { user: "editor" });
+    expect(res.status).to.equal(404);
+    const err = await unary(grpc.networks.getNetwork.bind(grpc.networks), { id: "nope" }, metadataFor("editor")).catch((e: { code: number }) => e);
+    expect((err as { code: number }).code).to.equal(5);
+    const connectErr = await connectClient(NetworkService, server.port, "connect", "editor").getNetwork({ id: "nope" }).catch((e: { code: number }) => e);
+    expect((connectErr as { code: number }).code).to.equal(5);
+  });
+
+  it("serves grpc.health.v1 to grpc-js and Connect clients", async () => {
+    const res = await unary(grpc.health.check.bind(grpc.health), { service: "" }, metadataFor());
+    expect(res.status).to.equal(GrpcJsServingStatus.SERVING);
+    const named = await connectClient(Health, server.port, "grpc").check({ service: "rock.networks.v1.NetworkService" });
+    expect(named.status).to.equal(HealthCheckResponse_ServingStatus.SERVING);
+    const unknown = await connectClient(Health, server.port, "grpc").check({ service: "no.Such" }).catch((e: { code: number }) => e);
+    expect((unknown as { code: number }).code).to.equal(5);
+  });
+
+  it("lets buf curl list the services through reflection", async function () {
+    this.timeout(60_000);
+    const { stdout } = await run(BUF, ["curl", "--http2-prior-knowledge", "--list-services", server.url]);
+    const services = stdout.trim().split("\n");
+    expect(services).to.include.members([
+      "rock.r.v1.RService",
+      "rock.networks.v1.NetworkService",
+      "grpc.health.v1.Health",
+      "grpc.reflection.v1.ServerReflection",
+    ]);
+  });
+
+  it("lets buf curl call an RPC by name with no schema file", async function () {
+    this.timeout(60_000);
+    const { stdout } = await run(BUF, [
+      "curl",
+      "--http2-prior-knowledge",
+      "-H",
+      `authorization: ${basic("editor")}`,
+      "-d",
+      '{"id":"pn"}',
+      `${server.url}/rock.networks.v1.NetworkService/GetNetwork`,
+    ]);
+    const answer = JSON.parse(stdout) as { network: { id: string; acronym: { value: string }[] } };
+    expect(answer.network.id).to.equal("pn");
+    expect(answer.network.acronym[0]!.value).to.equal("PN");
+  });
+
+  it("lets buf curl describe methods through reflection v1alpha too", async function () {
+    this.timeout(60_000);
+    const { stdout } = await run(BUF, ["curl", "--http2-prior-knowledge", "--reflect-protocol", "grpc-v1alpha", "--list-methods", server.url]);
+    expect(stdout).to.include("rock.r.v1.RService/Eval");
+    expect(stdout).to.include("rock.networks.v1.NetworkService/ListNetworks");
+  });
+});

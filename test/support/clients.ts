@@ -1,0 +1,82 @@
+import * as grpc from "@grpc/grpc-js";
+import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import type { DescService } from "@bufbuild/protobuf";
+import { RServiceClient } from "../../gen/grpc-js/rock/r/v1/rservice.js";
+import { NetworkServiceClient } from "../../gen/grpc-js/rock/networks/v1/networks.js";
+import { HealthClient } from "../../gen/grpc-js/grpc/health/v1/health.js";
+import { basic } from "./server.js";
+
+export interface RestAnswer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+  readonly bytes: Buffer;
+  json<T = unknown>(): T;
+}
+
+export interface RestOptions {
+  readonly user?: string;
+  readonly password?: string;
+  readonly body?: string | Uint8Array;
+  readonly headers?: Record<string, string>;
+}
+
+/** Plain HTTP/1.1 over a real socket (Node's fetch). */
+export async function rest(baseUrl: string, method: string, path: string, o: RestOptions = {}): Promise<RestAnswer> {
+  const headers: Record<string, string> = { ...o.headers };
+  if (o.user) headers["authorization"] = basic(o.user, o.password);
+  const res = await fetch(baseUrl + path, { method, headers, body: o.body as BodyInit | undefined });
+  const bytes = Buffer.from(await res.arrayBuffer());
+  const text = bytes.toString("utf8");
+  return { status: res.status, headers: res.headers, text, bytes, json: <T>() => JSON.parse(text) as T };
+}
+
+/** @grpc/grpc-js clients built from the ts-proto stubs. */
+export function grpcClients(port: number) {
+  const address = `127.0.0.1:${port}`;
+  const creds = grpc.credentials.createInsecure();
+  const clients = {
+    r: new RServiceClient(address, creds),
+    networks: new NetworkServiceClient(address, creds),
+    health: new HealthClient(address, creds),
+  };
+  return { ...clients, close: () => Object.values(clients).forEach((c) => c.close()) };
+}
+
+export function metadataFor(user?: string, password?: string): grpc.Metadata {
+  const md = new grpc.Metadata();
+  if (user) md.set("authorization", basic(user, password));
+  return md;
+}
+
+/** Promisifies a grpc-js unary call: (request, metadata, callback). */
+export function unary<Req, Res>(
+  call: (req: Req, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res: Res) => void) => unknown,
+  req: Req,
+  md: grpc.Metadata,
+): Promise<Res> {
+  return new Promise((resolve, reject) => call(req, md, (err, res) => (err ? reject(err) : resolve(res))));
+}
+
+export type ConnectProtocol = "connect" | "grpc-web" | "grpc";
+
+/** A Connect-ES client over the Connect protocol (HTTP/1.1), gRPC-Web (HTTP/1.1) or gRPC (h2c). */
+export function connectClient<S extends DescService>(service: S, port: number, protocol: ConnectProtocol, user?: string): Client<S> {
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const interceptors = user ? [authHeader(user)] : [];
+  const transport =
+    protocol === "connect"
+      ? createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors })
+      : protocol === "grpc-web"
+        ? createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors })
+        : createGrpcTransport({ baseUrl, interceptors });
+  return createClient(service, transport);
+}
+
+function authHeader(user: string): Interceptor {
+  return (next) => async (req) => {
+    req.header.set("authorization", basic(user));
+    return next(req);
+  };
+}

@@ -1,0 +1,74 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { defaults } from "../../src/config/load.js";
+import type { Config, UserConfig } from "../../src/config/config.js";
+import { startRock, type Rock } from "../../src/compose.js";
+import { createLogger } from "../../src/server/logger.js";
+
+/** One user per role (the password is the user name), plus one without any role. */
+export const USERS: readonly UserConfig[] = [
+  { name: "admin", secret: "{noop}admin", roles: ["administrator"] },
+  { name: "manager", secret: "manager", roles: ["manager"] },
+  { name: "user", secret: "user", roles: ["user"] },
+  { name: "user2", secret: "user2", roles: ["user"] },
+  // bcrypt of "cadmin": a hashed secret on the same paths as plain ones.
+  { name: "cadmin", secret: "{bcrypt}$2b$10$DVvE5haT7og8pbyI6tAvfOZM.p3m0oaKoolo6b39SuDeYun2Feuxa", roles: ["catalog-administrator"] },
+  { name: "reviewer", secret: "reviewer", roles: ["catalog-reviewer"] },
+  { name: "editor", secret: "editor", roles: ["catalog-editor"] },
+  { name: "nobody", secret: "nobody", roles: [] },
+];
+
+export interface TestServer {
+  readonly port: number;
+  readonly url: string;
+  readonly dataDir: string;
+  readonly config: Config;
+  stop(): Promise<void>;
+}
+
+export interface ConfigPatch {
+  readonly users?: readonly UserConfig[];
+  readonly node?: Partial<Config["node"]>;
+  readonly r?: Partial<Config["r"]>;
+  readonly packages?: Partial<Config["packages"]>;
+  readonly limits?: Partial<Config["limits"]>;
+}
+
+/** A whole server on a free loopback port with a fresh data folder; `stop()` removes both. */
+export async function startTestServer(patch: ConfigPatch = {}): Promise<TestServer> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "rock-test-"));
+  const base = defaults();
+  const config: Config = {
+    ...base,
+    port: 0,
+    host: "127.0.0.1",
+    dataDir,
+    users: patch.users ?? USERS,
+    node: { ...base.node, ...patch.node },
+    r: { ...base.r, startOnBoot: false, ...patch.r },
+    packages: { ...base.packages, ...patch.packages },
+    limits: { ...base.limits, ...patch.limits },
+  };
+  let rock: Rock;
+  try {
+    rock = await startRock(config, { logger: createLogger(true), announce: () => {} });
+  } catch (e) {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw e;
+  }
+  return {
+    port: rock.port,
+    url: `http://127.0.0.1:${rock.port}`,
+    dataDir,
+    config,
+    async stop() {
+      await rock.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function basic(user: string, password = user): string {
+  return "Basic " + Buffer.from(`${user}:${password}`).toString("base64");
+}

@@ -1,0 +1,37 @@
+/**
+ * Fails when gen/ is not what `npm run gen` makes from proto/ now: regenerates into a temporary folder
+ * and compares every file both ways.
+ */
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const bin = path.join(root, "node_modules/.bin");
+const env = { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ""}` };
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "rock-gen-"));
+try {
+  execFileSync("npm", ["run", "--silent", "proto-deps"], { cwd: root, env, stdio: "inherit" });
+  execFileSync(path.join(bin, "buf"), ["lint"], { cwd: root, env, stdio: "inherit" });
+  execFileSync(path.join(bin, "buf"), ["generate", "-o", tmp], { cwd: root, env, stdio: "inherit" });
+  const list = (dir: string): string[] =>
+    fs.existsSync(dir) ? (fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as fs.Dirent[]).filter((d) => d.isFile()).map((d) => path.relative(dir, path.join(d.parentPath, d.name))).sort() : [];
+  const fresh = path.join(tmp, "gen");
+  const committed = path.join(root, "gen");
+  const a = list(fresh);
+  const b = list(committed);
+  const stale = [
+    ...a.filter((f) => !b.includes(f)).map((f) => `missing in gen/: ${f}`),
+    ...b.filter((f) => !a.includes(f)).map((f) => `not generated from proto/: gen/${f}`),
+    ...a.filter((f) => b.includes(f) && !fs.readFileSync(path.join(fresh, f)).equals(fs.readFileSync(path.join(committed, f)))).map((f) => `differs: gen/${f}`),
+  ];
+  if (stale.length > 0) {
+    console.error(`gen/ is stale; run \`npm run gen\` and commit:\n  ${stale.join("\n  ")}`);
+    process.exitCode = 1;
+  } else {
+    console.log(`gen/ matches proto/ (${a.length} files)`);
+  }
+} finally {
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
