@@ -10,7 +10,7 @@ export function defaults(): Config {
     port: 8085,
     host: "0.0.0.0",
     dataDir: path.resolve("data"),
-    node: { id: `rock-${os.hostname()}`, cluster: "default", tags: [] },
+    node: { id: `rock-${os.hostname()}`, cluster: "default", tags: [], publicUrl: undefined },
     users: [],
     r: {
       executable: "R",
@@ -64,10 +64,6 @@ function merge<T>(base: T, over: unknown, where: string): T {
     if (typeof over !== "object" || Array.isArray(over)) throw new Error(`${where}: expected a mapping`);
     const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
     for (const [k, v] of Object.entries(over as Record<string, unknown>)) {
-      if (k === "publicUrl" && where.endsWith("node")) {
-        out[k] = String(v);
-        continue;
-      }
       if (!(k in out)) throw new Error(`${where}: unknown setting '${k}'`);
       out[k] = k === "users" ? parseUsers(v, `${where}.users`) : merge(out[k], v, `${where}.${k}`);
     }
