@@ -4,9 +4,10 @@ import { promisify } from "node:util";
 import path from "node:path";
 import { NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
 import { HealthCheckResponse_ServingStatus } from "../../gen/es/grpc/health/v1/health_pb.js";
-import { HealthCheckResponse_ServingStatus as GrpcJsServingStatus } from "../../gen/grpc-js/grpc/health/v1/health.js";
+import { HealthCheckResponse_ServingStatus as GrpcJsServingStatus, type HealthCheckResponse } from "../../gen/grpc-js/grpc/health/v1/health.js";
+import type { GetNetworkResponse } from "../../gen/grpc-js/rock/networks/v1/networks.js";
 import { startTestServer, basic, type TestServer } from "../support/server.js";
-import { rest, grpcClients, metadataFor, unary, connectClient, type ConnectProtocol } from "../support/clients.js";
+import { rest, grpcClients, metadataFor, call, connectClient, type ConnectProtocol } from "../support/clients.js";
 import { Health } from "../../src/server/health.js";
 
 const run = promisify(execFile);
@@ -40,7 +41,7 @@ describe("one port, every protocol", function () {
   });
 
   it("answers a @grpc/grpc-js client built from the ts-proto stubs (h2c)", async () => {
-    const res = await unary(grpc.networks.getNetwork.bind(grpc.networks), { id: "pn" }, metadataFor("editor"));
+    const res = await call<GetNetworkResponse>((cb) => grpc.networks.getNetwork({ id: "pn" }, metadataFor("editor"), cb));
     expect(res.network?.id).to.equal("pn");
     expect(res.network?.acronym[0]?.value).to.equal("PN");
   });
@@ -56,14 +57,14 @@ describe("one port, every protocol", function () {
   it("maps errors to the same codes in every protocol", async () => {
     const res = await rest(server.url, "GET", "/ws/draft/network/nope", { user: "editor" });
     expect(res.status).to.equal(404);
-    const err = await unary(grpc.networks.getNetwork.bind(grpc.networks), { id: "nope" }, metadataFor("editor")).catch((e: { code: number }) => e);
+    const err = await call<GetNetworkResponse>((cb) => grpc.networks.getNetwork({ id: "nope" }, metadataFor("editor"), cb)).catch((e: { code: number }) => e);
     expect((err as { code: number }).code).to.equal(5);
     const connectErr = await connectClient(NetworkService, server.port, "connect", "editor").getNetwork({ id: "nope" }).catch((e: { code: number }) => e);
     expect((connectErr as { code: number }).code).to.equal(5);
   });
 
   it("serves grpc.health.v1 to grpc-js and Connect clients", async () => {
-    const res = await unary(grpc.health.check.bind(grpc.health), { service: "" }, metadataFor());
+    const res = await call<HealthCheckResponse>((cb) => grpc.health.check({ service: "" }, metadataFor(), cb));
     expect(res.status).to.equal(GrpcJsServingStatus.SERVING);
     const named = await connectClient(Health, server.port, "grpc").check({ service: "rock.networks.v1.NetworkService" });
     expect(named.status).to.equal(HealthCheckResponse_ServingStatus.SERVING);

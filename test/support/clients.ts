@@ -50,13 +50,9 @@ export function metadataFor(user?: string, password?: string): grpc.Metadata {
   return md;
 }
 
-/** Promisifies a grpc-js unary call: (request, metadata, callback). */
-export function unary<Req, Res>(
-  call: (req: Req, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res: Res) => void) => unknown,
-  req: Req,
-  md: grpc.Metadata,
-): Promise<Res> {
-  return new Promise((resolve, reject) => call(req, md, (err, res) => (err ? reject(err) : resolve(res))));
+/** Promisifies a grpc-js unary call: `call<Res>((cb) => client.method(req, md, cb))`. */
+export function call<Res>(start: (cb: (err: grpc.ServiceError | null, res: Res) => void) => unknown): Promise<Res> {
+  return new Promise((resolve, reject) => start((err, res) => (err ? reject(err) : resolve(res))));
 }
 
 export type ConnectProtocol = "connect" | "grpc-web" | "grpc";

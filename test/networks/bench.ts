@@ -1,0 +1,80 @@
+/**
+ * Catalogue throughput against raw LevelDB: create/update/publish rates and query p50 at 10,000
+ * networks. Run: `npx tsx test/networks/bench.ts [count]`.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Level } from "level";
+import { NetworkCatalog } from "../../src/networks/catalog.js";
+import type { NetworkInput } from "../../src/networks/model.js";
+
+const COUNT = Number(process.argv[2] ?? 10_000);
+const WORDS = ["health", "santé", "cohort", "birth", "ageing", "genetics", "nutrition", "réseau", "mental", "cancer"];
+
+function doc(i: number): NetworkInput {
+  const w = (k: number) => WORDS[(i * 7 + k) % WORDS.length]!;
+  return {
+    name: [{ lang: "en", value: `${w(0)} ${w(1)} network ${i}` }, { lang: "fr", value: `Réseau ${w(2)} ${i}` }],
+    acronym: [{ lang: "en", value: `N${i}` }],
+    description: [{ lang: "en", value: `<p>About ${w(3)} and ${w(4)} studies, number ${i}.</p>` }],
+    studyIds: [`s${i % 50}`, `s${(i * 3) % 50}`],
+    model: { country: ["CA", "FR", "DE"][i % 3]!, size: i % 100, contact: { email: `n${i}@example.org` } },
+  };
+}
+
+function rate(n: number, ms: number): number {
+  return Math.round((n / ms) * 1000);
+}
+
+async function timed(n: number, work: (i: number) => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  for (let i = 0; i < n; i++) await work(i);
+  return rate(n, performance.now() - start);
+}
+
+const dir = await mkdtemp(join(tmpdir(), "networks-bench-"));
+try {
+  const raw = new Level<string, string>(join(dir, "raw"), { valueEncoding: "json" });
+  const value = JSON.stringify({ document: doc(1), revision: doc(1) });
+  const rawRate = await timed(COUNT, (i) => raw.batch([{ type: "put", key: `k${i}`, value }]));
+  await raw.close();
+
+  const catalog = await NetworkCatalog.open(join(dir, "catalog"));
+  const createRate = await timed(COUNT, (i) => catalog.create({ ...doc(i), id: `n${i}` }, "bench"));
+  const updates = Math.min(COUNT, 5000);
+  const updateRate = await timed(updates, (i) => catalog.update(`n${i}`, doc(i + 1), "bench"));
+  const publishRate = await timed(updates, (i) => catalog.publish(`n${i}`, "bench"));
+
+  const queries: Record<string, Parameters<NetworkCatalog["list"]>[0]> = {
+    "list limit 20": { limit: 20 },
+    "match(heal*)": { query: "match(heal*)", limit: 20 },
+    "match(sante cohort)": { query: "match(sante cohort)", limit: 20 },
+    "and(eq(studyIds,s7),not(eq(model.country,FR)))": { query: "and(eq(studyIds,s7),not(eq(model.country,FR)))", limit: 20 },
+    "like(name.en,*network 12*) sort name.en desc": { query: "like(name.en,*network 12*)", sort: "name.en", order: "desc", limit: 20 },
+    "filter IN_EDITION sort lastModifiedDate": { filter: "IN_EDITION", sort: "lastModifiedDate", limit: 20 },
+  };
+  const p50s: Record<string, number> = {};
+  for (const [label, params] of Object.entries(queries)) {
+    const times: number[] = [];
+    for (let i = 0; i < 101; i++) {
+      const start = performance.now();
+      catalog.list(params);
+      times.push(performance.now() - start);
+    }
+    times.sort((a, b) => a - b);
+    p50s[label] = Number(times[50]!.toFixed(2));
+  }
+  await catalog.close();
+  const percent = (r: number) => `${Math.round((r / rawRate) * 100)}%`;
+  console.log(JSON.stringify({
+    networks: COUNT,
+    rawLevelBatchPerSecond: rawRate,
+    createPerSecond: createRate, createVsRaw: percent(createRate),
+    updatePerSecond: updateRate, updateVsRaw: percent(updateRate),
+    publishPerSecond: publishRate, publishVsRaw: percent(publishRate),
+    queryP50Ms: p50s,
+  }, null, 2));
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,232 @@
+import { expect } from "chai";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { existsSync } from "node:fs";
+import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
+import { caller, ctxOf, startRig, text, type Rig } from "./support.js";
+
+const body = (script: string) => create(HttpBodySchema, { contentType: "application/x-rscript", data: text(script) });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("R sessions and commands", function () {
+  this.timeout(60_000);
+  let rig: Rig;
+  const alice = caller("alice", "user");
+  const bob = caller("bob", "user");
+  const admin = caller("root", "administrator");
+  const manager = caller("mgr", "manager");
+
+  before(async () => {
+    rig = await startRig({ commandWaitSeconds: 5 });
+  });
+  after(async () => rig?.close());
+  afterEach(async () => rig.engine.endAllSessions());
+
+  async function newSession(who = alice): Promise<string> {
+    const ctx = ctxOf(who);
+    const res = await rig.handlers.createSession!({ $typeName: "rock.r.v1.CreateSessionRequest" }, ctx);
+    expect(ctx.responseHeader.get("location")).to.equal(`/r/session/${res.session!.id}`);
+    return res.session!.id!;
+  }
+
+  const evalJson = async (id: string, script: string, who = alice): Promise<string> => {
+    const res = await rig.handlers.eval!(
+      { $typeName: "rock.r.v1.EvalRequest", id, async: false, accept: "application/json", script: body(script) },
+      ctxOf(who),
+    );
+    return Buffer.from((res.answer?.value as { data: Uint8Array }).data).toString("utf8");
+  };
+
+  const submit = async (id: string, script: string) => {
+    const ctx = ctxOf(alice);
+    const res = await rig.handlers.eval!(
+      { $typeName: "rock.r.v1.EvalRequest", id, async: true, accept: "", script: body(script) },
+      ctx,
+    );
+    expect(res.answer?.case).to.equal("command");
+    return { command: res.answer!.value as { id: string; status: string; script: string }, ctx };
+  };
+
+  it("creates sessions with an id, dates and empty isolated folders", async () => {
+    const a = await newSession();
+    const b = await newSession();
+    const session = rig.engine.session(a);
+    const proto = session.toProto();
+    expect(proto.id).to.match(/^[0-9a-f-]{36}$/);
+    expect(proto.createdDate).to.match(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+    expect(proto.busy).to.equal(false);
+    await evalJson(a, "x <- 'A'; writeLines('a', 'a.txt')");
+    await evalJson(b, "x <- 'B'");
+    expect(await evalJson(a, "x")).to.equal('"A"');
+    expect(await evalJson(b, "x")).to.equal('"B"');
+    expect(await evalJson(b, "list.files()")).to.equal("[]");
+    expect(JSON.parse(await evalJson(a, "getwd()"))).to.equal(session.dirs.work);
+    expect(JSON.parse(await evalJson(a, "tempdir()"))).to.equal(session.dirs.tmp);
+    expect(JSON.parse(await evalJson(a, "dirname(tempfile())"))).to.equal(session.dirs.tmp);
+    expect(JSON.parse(await evalJson(b, "tempdir()"))).to.equal(rig.engine.session(b).dirs.tmp);
+    expect(await evalJson(a, "ls()")).to.equal('["x"]');
+    await rig.handlers.deleteSession!({ $typeName: "rock.r.v1.DeleteSessionRequest", id: a }, ctxOf(alice));
+    expect(existsSync(session.dirs.home)).to.equal(false);
+  });
+
+  it("enforces ownership and lists by role", async () => {
+    const a = await newSession(alice);
+    await newSession(bob);
+    const denied = await evalJson(a, "1", bob).catch((e: ConnectError) => e);
+    expect((denied as ConnectError).code).to.equal(Code.PermissionDenied);
+    const managerEval = await evalJson(a, "1", manager).catch((e: ConnectError) => e);
+    expect((managerEval as ConnectError).code).to.equal(Code.PermissionDenied);
+    expect(await evalJson(a, "1", admin)).to.equal("1");
+    const got = await rig.handlers.getSession!({ $typeName: "rock.r.v1.GetSessionRequest", id: a }, ctxOf(manager));
+    expect(got.session?.subject).to.equal("alice");
+    const list = async (who = alice, subject?: string) =>
+      (await rig.handlers.listSessions!({ $typeName: "rock.r.v1.ListSessionsRequest", subject }, ctxOf(who))).sessions!;
+    expect((await list(alice)).map((s) => s.subject)).to.deep.equal(["alice"]);
+    expect(await list(alice, "bob")).to.have.length(1);
+    expect((await list(alice, "bob"))[0]!.subject).to.equal("alice");
+    expect(await list(manager)).to.have.length(2);
+    expect((await list(admin, "bob")).map((s) => s.subject)).to.deep.equal(["bob"]);
+    const missing = await rig.handlers
+      .getSession!({ $typeName: "rock.r.v1.GetSessionRequest", id: "nope" }, ctxOf(admin))
+      .catch((e: ConnectError) => e);
+    expect((missing as ConnectError).code).to.equal(Code.NotFound);
+    expect((missing as ConnectError).rawMessage).to.equal("No such R session: nope");
+  });
+
+  it("runs commands through their whole life: pending, in progress, completed, result with rm", async () => {
+    const id = await newSession();
+    const first = await submit(id, "Sys.sleep(0.5); 'first'");
+    expect(first.command.id).to.equal("1");
+    expect(first.ctx.responseHeader.get("location")).to.equal(`/r/session/${id}/command/1`);
+    const second = await submit(id, "1 + 1");
+    expect(second.command).to.include({ id: "2", status: "PENDING", script: "1 + 1" });
+    await sleep(100);
+    expect(rig.engine.session(id).busy).to.equal(true);
+    const get = (cmdId: string, wait = false) =>
+      rig.handlers.getCommand!({ $typeName: "rock.r.v1.GetCommandRequest", id, cmdId, wait }, ctxOf(alice));
+    expect((await get("1")).command?.status).to.equal("IN_PROGRESS");
+    expect((await get("2")).command?.status).to.equal("PENDING");
+    const notYet = ctxOf(alice);
+    const early = await rig.handlers.getCommandResult!(
+      { $typeName: "rock.r.v1.GetCommandResultRequest", id, cmdId: "2", wait: false },
+      notYet,
+    );
+    expect(early.result).to.equal(undefined);
+    expect(notYet.responseHeader.get("x-http-code")).to.equal("204");
+    const done = (await get("2", true)).command!;
+    expect(done).to.include({ status: "COMPLETED", finished: true, withResult: true, withError: false });
+    expect(done.createdDate).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/);
+    expect(done.endDate! >= done.startDate!).to.equal(true);
+    const keep = await rig.handlers.getCommandResult!(
+      { $typeName: "rock.r.v1.GetCommandResultRequest", id, cmdId: "1", rm: false, wait: true },
+      ctxOf(alice),
+    );
+    expect(Buffer.from(keep.result!.data).toString()).to.equal('"first"');
+    const taken = await rig.handlers.getCommandResult!(
+      { $typeName: "rock.r.v1.GetCommandResultRequest", id, cmdId: "1", wait: false },
+      ctxOf(alice),
+    );
+    expect(Buffer.from(taken.result!.data).toString()).to.equal('"first"');
+    const gone = await get("1").catch((e: ConnectError) => e);
+    expect((gone as ConnectError).code).to.equal(Code.NotFound);
+    const listed = await rig.handlers.listCommands!({ $typeName: "rock.r.v1.ListCommandsRequest", id }, ctxOf(alice));
+    expect(listed.commands!.map((c) => c.id)).to.deep.equal(["2"]);
+  });
+
+  it("marks a failed command with its error and answers 204 for its result", async () => {
+    const id = await newSession();
+    await submit(id, "stop('nope')");
+    const ctx = ctxOf(alice);
+    const result = await rig.handlers.getCommandResult!(
+      { $typeName: "rock.r.v1.GetCommandResultRequest", id, cmdId: "1", rm: false, wait: true },
+      ctx,
+    );
+    expect(result.result).to.equal(undefined);
+    expect(ctx.responseHeader.get("x-http-code")).to.equal("204");
+    const command = rig.engine.session(id).commands.get("1")!.toProto();
+    expect(command).to.include({ status: "FAILED", withError: true, error: "Error: nope", withResult: false });
+  });
+
+  it("never runs a pending command that was deleted", async () => {
+    const id = await newSession();
+    await submit(id, "Sys.sleep(0.3)");
+    await submit(id, "ran <- TRUE");
+    const ctx = ctxOf(alice);
+    await rig.handlers.deleteCommand!({ $typeName: "rock.r.v1.DeleteCommandRequest", id, cmdId: "2" }, ctx);
+    expect(ctx.responseHeader.get("x-http-code")).to.equal("204");
+    expect(await evalJson(id, "exists('ran')")).to.equal("false");
+  });
+
+  it("runs sync calls after the queued commands, in submission order", async () => {
+    const id = await newSession();
+    await submit(id, "Sys.sleep(0.2); order <- 'command'");
+    expect(await evalJson(id, "order <- c(order, 'sync'); order")).to.equal('["command","sync"]');
+  });
+
+  it("interrupts a running evaluation and keeps the session and its variables", async () => {
+    const id = await newSession();
+    await evalJson(id, "kept <- 42");
+    const running = evalJson(id, "repeat {}").catch((e: ConnectError) => e);
+    await sleep(300);
+    const res = await rig.handlers.interruptSession!(
+      { $typeName: "rock.r.v1.InterruptSessionRequest", id },
+      ctxOf(alice),
+    );
+    expect(res.interrupted).to.equal(true);
+    expect(((await running) as ConnectError).code).to.equal(Code.InvalidArgument);
+    expect(await evalJson(id, "kept")).to.equal("42");
+    const idle = await rig.handlers.interruptSession!(
+      { $typeName: "rock.r.v1.InterruptSessionRequest", id },
+      ctxOf(alice),
+    );
+    expect(idle.interrupted).to.equal(false);
+    expect(await evalJson(id, "kept + 1")).to.equal("43");
+  });
+
+  it("interrupts Execute when its caller leaves", async () => {
+    const id = await newSession();
+    const controller = new AbortController();
+    const stream = rig.handlers.execute!(
+      { $typeName: "rock.r.v1.ExecuteRequest", id, accept: "", script: body("cat('go\\n'); repeat {}") },
+      ctxOf(alice, controller.signal),
+    );
+    const events: string[] = [];
+    for await (const e of stream) {
+      events.push((e as { event: { case: string } }).event.case);
+      controller.abort();
+    }
+    expect(events).to.deep.equal(["output"]);
+    expect(await evalJson(id, "'alive'")).to.equal('"alive"');
+  });
+});
+
+describe("R session limits", function () {
+  this.timeout(60_000);
+  let rig: Rig | undefined;
+  afterEach(async () => rig?.close());
+
+  it("interrupts an evaluation past maxEvalSeconds", async () => {
+    rig = await startRig({ maxEvalSeconds: 1 });
+    const session = await rig.engine.createSession("alice");
+    const started = Date.now();
+    const error = await session.eval(text("repeat {}"), "json").catch((e: ConnectError) => e);
+    expect((error as ConnectError).code).to.equal(Code.InvalidArgument);
+    expect(Date.now() - started).to.be.within(900, 5000);
+    expect((await session.eval(text("1"), "json")).toString()).to.equal("1");
+  });
+
+  it("closes idle sessions after the timeout", async () => {
+    rig = await startRig({ sessionTimeoutMinutes: 0.01, sessionCheckSeconds: 0.2 });
+    const idle = await rig.engine.createSession("alice");
+    await sleep(400);
+    const active = await rig.engine.createSession("alice");
+    expect(rig.engine.sessions().map((s) => s.id)).to.include(idle.id);
+    await sleep(600);
+    await active.eval(text("1"), "json");
+    await sleep(250);
+    const ids = rig.engine.sessions().map((s) => s.id);
+    expect(ids).to.not.include(idle.id);
+    expect(ids).to.include(active.id);
+    expect(existsSync(idle.dirs.home)).to.equal(false);
+  });
+});

@@ -1,0 +1,89 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { createContextValues, createHandlerContext } from "@connectrpc/connect";
+import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { callerKey, type Caller } from "../../src/auth/caller.js";
+import type { NodeConfig, RConfig } from "../../src/config/config.js";
+import { ConsoleLog } from "../../src/r/console-log.js";
+import { REngine } from "../../src/r/engine.js";
+import { createRServiceHandlers } from "../../src/rservice/handlers.js";
+
+export const NODE: NodeConfig = { id: "rock-test", cluster: "test", tags: ["t1"] };
+
+export function rConfig(overrides: Partial<RConfig> = {}): RConfig {
+  return {
+    executable: "R",
+    startOnBoot: true,
+    autoRestart: false,
+    sessionTimeoutMinutes: 0,
+    sessionCheckSeconds: 0,
+    maxEvalSeconds: 0,
+    commandWaitSeconds: 10,
+    logMaxBytes: 1_000_000,
+    logFiles: 2,
+    encoding: "UTF-8",
+    ...overrides,
+  };
+}
+
+export interface Rig {
+  readonly engine: REngine;
+  readonly log: ConsoleLog;
+  readonly dataDir: string;
+  readonly config: RConfig;
+  readonly handlers: ReturnType<typeof createRServiceHandlers>;
+  close(): Promise<void>;
+}
+
+/** A started engine over a fresh data folder; close() stops R and removes the folder. */
+export async function startRig(overrides: Partial<RConfig> = {}): Promise<Rig> {
+  const dataDir = await mkdtemp(join(tmpdir(), "rock-r-test-"));
+  const config = rConfig(overrides);
+  const log = new ConsoleLog({ file: join(dataDir, "rserver.log"), maxBytes: config.logMaxBytes, files: config.logFiles });
+  const engine = new REngine({ config, dataDir, log });
+  const handlers = createRServiceHandlers({ engine, node: NODE, r: config });
+  const close = async (): Promise<void> => {
+    await engine.close();
+    log.close();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  try {
+    await engine.boot();
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { engine, log, dataDir, config, handlers, close };
+}
+
+export function caller(name: string, ...roles: string[]): Caller {
+  return { name, roles: new Set(roles) };
+}
+
+/** A handler context for `who`, as the auth interceptor would leave it. */
+export function ctxOf(who: Caller, signal?: AbortSignal): ReturnType<typeof createHandlerContext> {
+  return createHandlerContext({
+    service: RService,
+    method: RService.method.eval,
+    protocolName: "connect",
+    requestMethod: "POST",
+    url: "http://localhost/test",
+    requestSignal: signal,
+    contextValues: createContextValues().set(callerKey, who),
+  });
+}
+
+/** Runs R code in a separate Rscript and returns what it printed: expectations computed by R itself. */
+export function rscript(code: string): string {
+  return execFileSync("Rscript", ["--vanilla", "-e", code], { encoding: "utf8" });
+}
+
+export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+export const text = (s: string): Uint8Array => Buffer.from(s, "utf8");
