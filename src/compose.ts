@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import path from "node:path";
 import { authInterceptor } from "./auth/interceptor.js";
 import { bootstrapUsers } from "./auth/bootstrap.js";
@@ -8,11 +9,17 @@ import { NetworkService } from "../gen/es/rock/networks/v1/networks_pb.js";
 import { RService } from "../gen/es/rock/r/v1/rservice_pb.js";
 import { NetworkCatalog } from "./networks/catalog.js";
 import { createNetworkServiceHandlers } from "./networks/handlers.js";
+import { ConsoleLog } from "./r/console-log.js";
+import { REngine } from "./r/engine.js";
+import { PackageManager } from "./r/packages/index.js";
+import { createRServiceHandlers } from "./rservice/handlers.js";
+import { createPackageHandlers } from "./rservice/packages.js";
 import { startServer } from "./server/app.js";
 import { createLogger, type Logger } from "./server/logger.js";
 
 export interface Rock {
   readonly port: number;
+  readonly engine: REngine;
   close(): Promise<void>;
 }
 
@@ -25,14 +32,40 @@ export interface ComposeOptions {
 /** config → users → R engine → stores → one server for every protocol. */
 export async function startRock(config: Config, opts: ComposeOptions = {}): Promise<Rock> {
   const logger = opts.logger ?? createLogger();
+  fs.mkdirSync(config.dataDir, { recursive: true });
   const users = new UserDirectory(await bootstrapUsers(config.users, config.dataDir, opts.announce ?? ((t) => process.stdout.write(t + "\n"))));
-  const catalog = await NetworkCatalog.open(path.join(config.dataDir, "networks"));
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const cleanup = async () => {
+    for (const c of cleanups.reverse()) await c();
+  };
   try {
+    const log = new ConsoleLog({ file: path.join(config.dataDir, "rserver.log"), maxBytes: config.r.logMaxBytes, files: config.r.logFiles });
+    cleanups.push(() => log.close());
+    const engine = new REngine({ config: config.r, dataDir: config.dataDir, log });
+    cleanups.push(() => engine.close());
+    const scratch = path.join(config.dataDir, "packages-tmp");
+    fs.mkdirSync(scratch, { recursive: true });
+    const packages = new PackageManager({
+      rExecutable: config.r.executable,
+      ...(config.packages.library ? { library: config.packages.library } : {}),
+      repos: config.packages.repos,
+      gitHost: config.packages.gitHost,
+      gitOrganization: config.packages.gitOrganization,
+      log: (text) => log.append(text),
+      scratchDir: scratch,
+    });
+    const catalog = await NetworkCatalog.open(path.join(config.dataDir, "networks"));
+    cleanups.push(() => catalog.close());
+
     const server = await startServer({
       port: config.port,
       host: config.host,
       services: [
-        registerService(RService, {}, { alwaysEmitImplicit: true }),
+        registerService(
+          RService,
+          { ...createRServiceHandlers({ engine, node: config.node, r: config.r }), ...createPackageHandlers(packages) },
+          { alwaysEmitImplicit: true },
+        ),
         registerService(NetworkService, createNetworkServiceHandlers(catalog), { alwaysEmitImplicit: false }),
       ],
       interceptors: [authInterceptor(users)],
@@ -40,15 +73,12 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       maxUploadBytes: config.limits.maxUploadBytes,
       logger,
     });
-    return {
-      port: server.port,
-      async close() {
-        await server.close();
-        await catalog.close();
-      },
-    };
+    cleanups.push(() => server.close());
+    // Without R the catalogue still serves; /_check then answers 500 until R runs.
+    await engine.boot().catch((e: Error) => logger.error("R server did not start", { error: e.message }));
+    return { port: server.port, engine, close: cleanup };
   } catch (e) {
-    await catalog.close();
+    await cleanup();
     throw e;
   }
 }

@@ -57,6 +57,11 @@ export interface PackagesConfig {
   readonly gitHost: string;
   /** Organisation used when a git package name has no `org/`. */
   readonly gitOrganization: string;
+  /**
+   * Library that package operations install into and that R sessions search first; empty: R's own
+   * first library (`.libPaths()[1]`).
+   */
+  readonly library: string;
 }
 
 export interface LimitsConfig {

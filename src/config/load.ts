@@ -24,7 +24,7 @@ export function defaults(): Config {
       logFiles: 5,
       encoding: "UTF-8",
     },
-    packages: { repos: ["https://cloud.r-project.org"], gitHost: "https://github.com", gitOrganization: "datashield" },
+    packages: { repos: ["https://cloud.r-project.org"], gitHost: "https://github.com", gitOrganization: "datashield", library: "" },
     limits: { maxBodyBytes: 64 * 1024 * 1024, maxUploadBytes: 16 * 1024 * 1024 * 1024 },
   };
 }
@@ -144,6 +144,7 @@ function applyEnv(c: Config, env: Env): Config {
       repos: list("ROCK_REPOS", c.packages.repos),
       gitHost: env.ROCK_GIT_HOST ?? c.packages.gitHost,
       gitOrganization: env.ROCK_GIT_ORG ?? c.packages.gitOrganization,
+      library: env.ROCK_R_LIBRARY ?? c.packages.library,
     },
     limits: {
       maxBodyBytes: num("ROCK_MAX_BODY_BYTES", c.limits.maxBodyBytes),
