@@ -1,5 +1,5 @@
 import { toJson, type DescField, type DescMessage, type DescOneof, type Message } from "@bufbuild/protobuf";
-import { reflect } from "@bufbuild/protobuf/reflect";
+import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import type { HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
 import { ERROR_BODY_HEADER, HTTP_CODE_HEADER, LOCATION_HEADER } from "../server/rest-hints.js";
 import { isHttpBody } from "./request-decoder.js";
@@ -41,7 +41,8 @@ export function encodeBody(route: Route, msg: Message): EncodedBody {
   const r = reflect(schema, msg);
   if (field.fieldKind === "message") {
     if (!r.isSet(field)) return EMPTY;
-    const value = (msg as unknown as Record<string, Message>)[field.localName]!;
+    // Through reflection: a oneof member lives under the oneof's name, not its own.
+    const value = (r.get(field) as ReflectMessage).message;
     if (isHttpBody(field)) {
       const hb = value as HttpBody;
       return { contentType: hb.contentType || "application/octet-stream", data: hb.data };

@@ -53,7 +53,9 @@ describe("RQL parser", () => {
 describe("network search and listing", () => {
   let t: Awaited<ReturnType<typeof openTempCatalog>>;
   before(async () => {
-    t = await openTempCatalog();
+    // A clock one second ahead at each reading, so that lastModifiedDate orders every write.
+    let now = Date.parse("2026-01-01T00:00:00.000Z");
+    t = await openTempCatalog({ now: () => new Date((now += 1000)) });
     const docs: NetworkInput[] = [
       {
         id: "health",

@@ -30,9 +30,11 @@ export interface TestPackage {
   readonly inst?: Record<string, string>;
   /** R code that does not parse: builds, but fails to install. */
   readonly broken?: boolean;
+  /** A configure script that says so, then waits a minute (a grandchild of R, for cancellation). */
+  readonly slow?: boolean;
 }
 
-/** The archive's packages: an analysis package by DESCRIPTION, one by DATASHIELD file, a plain one, a broken one. */
+/** The archive's packages: an analysis package by DESCRIPTION, one by DATASHIELD file, a plain one, a broken one, a slow one. */
 export const PACKAGES = {
   dsTestA: {
     fields: {
@@ -49,6 +51,7 @@ export const PACKAGES = {
   },
   plainPkg: { fields: {} },
   brokenPkg: { fields: {}, broken: true },
+  slowPkg: { fields: {}, slow: true },
 } satisfies Record<string, TestPackage>;
 
 export const GIT_PACKAGE = "gitPkg";
@@ -83,6 +86,9 @@ async function writePackage(dir: string, name: string, version: string, pkg: Tes
   await writeFile(join(dir, "NAMESPACE"), "export(hello)\n");
   const code = pkg.broken ? "hello <- function( {\n" : `hello <- function() "${name} ${version}"\n`;
   await writeFile(join(dir, "R", "hello.R"), code);
+  if (pkg.slow) {
+    await writeFile(join(dir, "configure"), `#!/bin/sh\necho "configure: ${name} is waiting"\nsleep 60\n`, { mode: 0o755 });
+  }
   for (const [file, content] of Object.entries(pkg.inst ?? {})) {
     await mkdir(join(dir, "inst"), { recursive: true });
     await writeFile(join(dir, "inst", file), content);
@@ -91,6 +97,15 @@ async function writePackage(dir: string, name: string, version: string, pkg: Tes
 
 export async function createPackageWorld(): Promise<PackageWorld> {
   const root = await mkdtemp(join(os.tmpdir(), "rock-packages-"));
+  try {
+    return await buildWorld(root);
+  } catch (error) {
+    await rm(root, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+async function buildWorld(root: string): Promise<PackageWorld> {
   const library = join(root, "library");
   const scratch = join(root, "scratch");
   const contrib = join(root, "repo", "src", "contrib");

@@ -74,9 +74,12 @@ describe("R packages (real R, local repositories)", function () {
 
   after(async () => {
     if (!world) return;
-    expect(await processesMentioning(world.scratch), "R processes left behind").to.deep.equal([]);
-    expect(await readdir(world.scratch), "operation folders left behind").to.deep.equal([]);
-    await world.dispose();
+    try {
+      expect(await processesMentioning(world.scratch), "R processes left behind").to.deep.equal([]);
+      expect(await readdir(world.scratch), "operation folders left behind").to.deep.equal([]);
+    } finally {
+      await world.dispose();
+    }
   });
 
   describe("validation", () => {
@@ -303,29 +306,29 @@ describe("R packages (real R, local repositories)", function () {
     it("kills R and everything it started when the streaming caller goes away", async () => {
       const controller = new AbortController();
       const ctx = context(M.installPackageStream, controller.signal);
-      const stream = handlers.installPackageStream(
-        create(InstallPackageStreamRequestSchema, { name: GIT_PACKAGE, manager: "git", ref: "master" }),
-        ctx,
-      );
-      let sawLine = false;
+      const stream = handlers.installPackageStream(create(InstallPackageStreamRequestSchema, { name: "slowPkg" }), ctx);
+      let waiting = false;
+      const started = Date.now();
       const error = await rejection(
         (async () => {
           for await (const message of stream) {
             if (message.event?.case === "installedVersion") expect.fail("the install should not have finished");
-            if (!sawLine) {
-              sawLine = true;
-              expect(await processesMentioning(world.scratch)).not.to.deep.equal([]);
+            // The configure script, a grandchild of R, is now sleeping.
+            if (message.event?.case === "line" && message.event.value.includes("slowPkg is waiting") && !waiting) {
+              waiting = true;
+              expect((await processesMentioning(world.scratch)).length).to.be.greaterThan(1);
               controller.abort();
             }
           }
         })(),
       );
-      expect(sawLine).to.equal(true);
+      expect(waiting).to.equal(true);
       expect(error.code).to.equal(Code.Canceled);
+      expect(Date.now() - started).to.be.lessThan(20_000);
       expect(await processesMentioning(world.scratch)).to.deep.equal([]);
       expect(await readdir(world.scratch)).to.deep.equal([]);
-      // The interrupted install did not replace what was there.
-      expect((await manager.describe(GIT_PACKAGE)).Version).to.equal("2.0.0");
+      expect((await rejection(manager.describe("slowPkg"))).code).to.equal(Code.NotFound);
+      expect(log.join("")).to.include("[packages] cancelled: install slowPkg from archive");
     });
   });
 

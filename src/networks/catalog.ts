@@ -1,0 +1,268 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { errorWithBody } from "../server/rest-hints.js";
+import { diffDocuments } from "./diff.js";
+import { normalizeDocument } from "./document.js";
+import { acronymFromName, baseId, firstFreeId, isValidId } from "./ids.js";
+import { KeyedMutex } from "./keyed-mutex.js";
+import { planList, runList, sortItems, type Indexed, type ListParams, type ListResult } from "./listing.js";
+import type { NetworkDocument, NetworkInput, NetworkRecord, NetworkState, RevisionRecord, RevisionStatus } from "./model.js";
+import { indexEntryOf } from "./search-entry.js";
+import { dayStart, issueShareKey, shareKeyGrants } from "./share-key.js";
+import * as machine from "./state-machine.js";
+import { NetworkStore } from "./store.js";
+import { WordIndex } from "./word-index.js";
+
+export interface CatalogOptions {
+  /** The clock; tests move it to expire share keys. */
+  readonly now?: () => Date;
+}
+
+/** A revision as listed: its record plus where it stands against head and publication. */
+export interface RevisionInfo {
+  readonly revision: RevisionRecord;
+  readonly commitId: string;
+  readonly isHead: boolean;
+  readonly isPublished: boolean;
+}
+
+function notFound(id: string): never {
+  throw new ConnectError(`No such network: ${id}`, Code.NotFound);
+}
+
+/**
+ * The draft network catalogue. LevelDB is the source of truth; an in-memory mirror of documents,
+ * states and index entries (loaded from LevelDB at open, updated after each committed batch) answers
+ * reads and queries. Writes to one network are serialized in this process.
+ */
+export class NetworkCatalog {
+  private readonly mirror = new Map<string, Indexed>();
+  /** Ids handed out to creations that are not committed yet, so two creations never share one. */
+  private readonly reserved = new Set<string>();
+  private readonly locks = new KeyedMutex();
+  private readonly words = new WordIndex();
+  /** Mirror in list orders already asked for; any change of the mirror empties it. */
+  private readonly sorted = new Map<string, Indexed[]>();
+
+  private constructor(
+    private readonly store: NetworkStore,
+    private readonly secret: Buffer,
+    private readonly clock: () => Date,
+  ) {}
+
+  static async open(dir: string, options: CatalogOptions = {}): Promise<NetworkCatalog> {
+    const store = await NetworkStore.open(dir);
+    try {
+      const catalog = new NetworkCatalog(store, await store.secret(), options.now ?? (() => new Date()));
+      const missing: Indexed[] = [];
+      for (const { record, entry } of await store.loadAll()) {
+        const item = { record, entry: entry ?? indexEntryOf(record) };
+        catalog.show(item);
+        if (!entry) missing.push(item);
+      }
+      if (missing.length > 0) await store.saveEntries(missing.map((m) => m.entry));
+      return catalog;
+    } catch (e) {
+      await store.close();
+      throw e;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+
+  /** Puts a committed network in the mirror and its words in the word index. */
+  private show(item: Indexed): void {
+    this.hide(item.record.document.id);
+    this.mirror.set(item.record.document.id, item);
+    this.words.add(item.entry.id, item.entry.words);
+  }
+
+  private hide(id: string): void {
+    const old = this.mirror.get(id);
+    if (old) this.words.remove(id, old.entry.words);
+    this.mirror.delete(id);
+    this.sorted.clear();
+  }
+
+  private now(): string {
+    return this.clock().toISOString();
+  }
+
+  get size(): number {
+    return this.mirror.size;
+  }
+
+  has(id: string): boolean {
+    return this.mirror.has(id);
+  }
+
+  get(id: string): NetworkRecord {
+    return this.mirror.get(id)?.record ?? notFound(id);
+  }
+
+  /** Commits one change of a network (one batch) and only then shows it in the mirror. */
+  private async commit(record: NetworkRecord, revision?: RevisionRecord): Promise<NetworkRecord> {
+    const entry = indexEntryOf(record);
+    await this.store.save({ record, entry, ...(revision ? { revision } : {}) });
+    this.show({ record, entry });
+    return record;
+  }
+
+  private revisionOf(document: NetworkDocument, state: NetworkState, author: string, comment: string | undefined): RevisionRecord {
+    return { seq: state.head, author, date: state.lastUpdate, ...(comment ? { comment } : {}), document };
+  }
+
+  private claimId(input: NetworkInput): string {
+    const taken = (id: string) => this.mirror.has(id) || this.reserved.has(id);
+    if (input.id) {
+      if (!isValidId(input.id)) throw new ConnectError(`Invalid network id: ${JSON.stringify(input.id)}`, Code.InvalidArgument);
+      if (taken(input.id)) throw new ConnectError(`Network already exists: ${input.id}`, Code.AlreadyExists);
+      return input.id;
+    }
+    const name = normalizeDocument(input, "").name;
+    const acronym = input.acronym?.some((a) => a.value !== "") ? input.acronym : acronymFromName(name);
+    const base = baseId([...acronym].filter((a) => a.value !== "").sort((a, b) => (a.lang < b.lang ? -1 : a.lang > b.lang ? 1 : 0)));
+    if (base === "") throw new ConnectError("Cannot derive an id from the acronym or name", Code.InvalidArgument);
+    return firstFreeId(base, taken);
+  }
+
+  async create(input: NetworkInput, author: string, comment?: string): Promise<NetworkRecord> {
+    const id = this.claimId(input);
+    this.reserved.add(id);
+    try {
+      const document = normalizeDocument(input, id);
+      const state = machine.created(this.now());
+      return await this.locks.run(id, () => this.commit({ document, state }, this.revisionOf(document, state, author, comment)));
+    } finally {
+      this.reserved.delete(id);
+    }
+  }
+
+  /** Runs `change` on the current record of `id` while no other change of it runs. */
+  private change<T>(id: string, change: (current: NetworkRecord) => Promise<T>): Promise<T> {
+    if (!this.mirror.has(id)) notFound(id);
+    return this.locks.run(id, () => change(this.get(id)));
+  }
+
+  private saveDocument(current: NetworkRecord, document: NetworkDocument, author: string, comment?: string): Promise<NetworkRecord> {
+    const state = machine.saved(current.state, this.now());
+    return this.commit({ document, state }, this.revisionOf(document, state, author, comment));
+  }
+
+  /** Full replacement; the path id wins and a different body id is refused. */
+  update(id: string, input: NetworkInput, author: string, comment?: string): Promise<NetworkRecord> {
+    if (input.id && input.id !== id) {
+      throw new ConnectError(`Body id ${input.id} differs from path id ${id}`, Code.InvalidArgument);
+    }
+    const document = normalizeDocument(input, id);
+    return this.change(id, (current) => this.saveDocument(current, document, author, comment));
+  }
+
+  updateModel(id: string, model: JsonObject, author: string, comment?: string): Promise<NetworkRecord> {
+    return this.change(id, (current) => this.saveDocument(current, { ...current.document, model }, author, comment));
+  }
+
+  setStatus(id: string, status: RevisionStatus): Promise<NetworkRecord> {
+    return this.change(id, (current) => this.commit({ document: current.document, state: machine.statusSet(current.state, status) }));
+  }
+
+  publish(id: string, by: string): Promise<NetworkRecord> {
+    return this.change(id, (current) => this.commit({ document: current.document, state: machine.published(current.state, this.now(), by) }));
+  }
+
+  unpublish(id: string): Promise<NetworkRecord> {
+    return this.change(id, (current) => this.commit({ document: current.document, state: machine.unpublished(current.state) }));
+  }
+
+  /** Refused while another network includes this one (409 `{"network":[ids]}`). */
+  delete(id: string): Promise<void> {
+    return this.change(id, async () => {
+      const referrers = [...this.mirror.values()]
+        .filter((m) => m.record.document.id !== id && m.record.document.networkIds.includes(id))
+        .map((m) => m.record.document.id)
+        .sort();
+      if (referrers.length > 0) {
+        throw errorWithBody(Code.AlreadyExists, `Network ${id} is included in: ${referrers.join(", ")}`, { network: referrers });
+      }
+      await this.store.remove(id);
+      this.hide(id);
+    });
+  }
+
+  /** Newest first. */
+  async revisions(id: string): Promise<RevisionInfo[]> {
+    const { state } = this.get(id);
+    const list = await this.store.revisions(id);
+    return list.reverse().map((revision) => ({
+      revision,
+      commitId: String(revision.seq),
+      isHead: revision.seq === state.head,
+      isPublished: state.publishedTag !== undefined && String(revision.seq) === state.publishedId,
+    }));
+  }
+
+  async revision(id: string, commitId: string): Promise<RevisionRecord> {
+    this.get(id);
+    const seq = /^[1-9][0-9]{0,9}$/.test(commitId) ? Number(commitId) : undefined;
+    const revision = seq === undefined ? undefined : await this.store.revision(id, seq);
+    if (!revision) throw new ConnectError(`No such revision of network ${id}: ${commitId}`, Code.NotFound);
+    return revision;
+  }
+
+  /** Saves the document of an earlier revision as a new revision. */
+  async restore(id: string, commitId: string, author: string, comment?: string): Promise<NetworkRecord> {
+    const { document } = await this.revision(id, commitId);
+    return this.change(id, (current) => this.saveDocument(current, document, author, comment ?? `Restored revision ${commitId}`));
+  }
+
+  async diff(id: string, left: string, right: string): Promise<JsonObject> {
+    const [l, r] = await Promise.all([this.revision(id, left), this.revision(id, right)]);
+    return diffDocuments(l.document, r.document);
+  }
+
+  list(params: ListParams): ListResult {
+    const plan = planList(params, this.words);
+    let sorted = this.sorted.get(plan.orderName);
+    if (!sorted) this.sorted.set(plan.orderName, (sorted = sortItems(this.mirror.values(), plan)));
+    return runList(plan, sorted);
+  }
+
+  /** Recomputes the index entry of one network from its stored document and state. */
+  indexNetwork(id: string): Promise<void> {
+    return this.change(id, async () => {
+      const record = await this.store.storedRecord(id);
+      if (!record) notFound(id);
+      const entry = indexEntryOf(record);
+      await this.store.saveEntries([entry]);
+      this.show({ record, entry });
+    });
+  }
+
+  async rebuildIndex(): Promise<void> {
+    for (const id of [...this.mirror.keys()]) {
+      // A network deleted while the rebuild runs has nothing left to index.
+      await this.indexNetwork(id).catch((e: unknown) => {
+        if (!(e instanceof ConnectError && e.code === Code.NotFound)) throw e;
+      });
+    }
+  }
+
+  shareKey(id: string, expire: string): string {
+    this.get(id);
+    const start = dayStart(expire);
+    if (start === undefined) throw new ConnectError("expire must be a day as YYYY-MM-DD", Code.InvalidArgument);
+    if (start <= this.clock().getTime()) throw new ConnectError("expire must be a day that has not begun", Code.InvalidArgument);
+    return issueShareKey(this.secret, id, expire);
+  }
+
+  shareKeyGrants(key: string, id: string): boolean {
+    return shareKeyGrants(this.secret, key, id, this.clock().getTime());
+  }
+
+  /** The stored index entry of a network, read from LevelDB (for consistency checks). */
+  storedEntry(id: string) {
+    return this.store.storedEntry(id);
+  }
+}

@@ -1,0 +1,148 @@
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { NetworkSchema, NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
+import { callerOf, hasAnyRole } from "../auth/caller.js";
+import { Code, ConnectError, setCreated, setHttpStatus } from "../server/rest-hints.js";
+import type { NetworkCatalog } from "./catalog.js";
+import { isRevisionStatus, REVISION_STATUSES } from "./model.js";
+import { CATALOG_ROLES, permissionsOf, VIEW_ONLY } from "./permissions.js";
+import { networkInput, networkMessage, revisionMessage, summaryMessage } from "./wire.js";
+
+/**
+ * The NetworkService RPCs over a catalogue. Role rules per RPC are the auth interceptor's (proto
+ * `access` options); these handlers add what depends on the document: empty lists without a
+ * catalogue role, share keys, and the caller's permissions inside documents. A missing network is
+ * NotFound whatever else is wrong with the request, hence the `catalog.get` before argument checks.
+ */
+
+function noContent<T extends object>(ctx: HandlerContext, response: T): T {
+  setHttpStatus(ctx, 204);
+  return response;
+}
+
+function required(value: string, name: string): string {
+  if (value === "") throw new ConnectError(`${name} is required`, Code.InvalidArgument);
+  return value;
+}
+
+export function createNetworkServiceHandlers(catalog: NetworkCatalog): ServiceImpl<typeof NetworkService> {
+  return {
+    listNetworks(req, ctx) {
+      const caller = callerOf(ctx);
+      if (!hasAnyRole(caller, CATALOG_ROLES)) {
+        ctx.responseHeader.set("x-total-count", "0");
+        return { networks: [], total: 0 };
+      }
+      const { page, total } = catalog.list({
+        ...(req.study !== undefined ? { study: req.study } : {}),
+        ...(req.query !== undefined ? { query: req.query } : {}),
+        ...(req.from !== undefined ? { from: req.from } : {}),
+        ...(req.limit !== undefined ? { limit: req.limit } : {}),
+        ...(req.sort !== undefined ? { sort: req.sort } : {}),
+        ...(req.order !== undefined ? { order: req.order } : {}),
+        ...(req.filter !== undefined ? { filter: req.filter } : {}),
+        exclude: req.exclude,
+      });
+      ctx.responseHeader.set("x-total-count", String(total));
+      const p = permissionsOf(caller);
+      return { networks: page.map((r) => summaryMessage(r, p)), total };
+    },
+
+    async createNetwork(req, ctx) {
+      const caller = callerOf(ctx);
+      const record = await catalog.create(networkInput(req.network ?? create(NetworkSchema)), caller.name, req.comment);
+      setCreated(ctx, `/ws/draft/network/${encodeURIComponent(record.document.id)}`);
+      return { network: networkMessage(record, permissionsOf(caller)) };
+    },
+
+    async rebuildIndex(_req, ctx) {
+      await catalog.rebuildIndex();
+      return noContent(ctx, {});
+    },
+
+    getNetwork(req, ctx) {
+      const caller = callerOf(ctx);
+      let permissions = permissionsOf(caller);
+      // Permission first, existence second: a key holder learns nothing about other ids.
+      if (!hasAnyRole(caller, CATALOG_ROLES)) {
+        if (!req.key || !catalog.shareKeyGrants(req.key, req.id)) {
+          throw new ConnectError(`No permission to view network ${req.id}`, Code.PermissionDenied);
+        }
+        permissions = VIEW_ONLY;
+      }
+      return { network: networkMessage(catalog.get(req.id), permissions) };
+    },
+
+    async updateNetwork(req, ctx) {
+      const caller = callerOf(ctx);
+      catalog.get(req.id);
+      if (!req.network) throw new ConnectError("A network body is required", Code.InvalidArgument);
+      await catalog.update(req.id, networkInput(req.network), caller.name, req.comment);
+      return noContent(ctx, {});
+    },
+
+    async deleteNetwork(req, ctx) {
+      await catalog.delete(req.id);
+      return noContent(ctx, {});
+    },
+
+    getModel(req) {
+      return { model: catalog.get(req.id).document.model };
+    },
+
+    async updateModel(req, ctx) {
+      const caller = callerOf(ctx);
+      await catalog.updateModel(req.id, req.model ?? {}, caller.name, req.comment);
+      return noContent(ctx, {});
+    },
+
+    async indexNetwork(req, ctx) {
+      await catalog.indexNetwork(req.id);
+      return noContent(ctx, {});
+    },
+
+    async setStatus(req, ctx) {
+      catalog.get(req.id);
+      if (!isRevisionStatus(req.value)) {
+        throw new ConnectError(`value must be one of ${REVISION_STATUSES.join(", ")}`, Code.InvalidArgument);
+      }
+      await catalog.setStatus(req.id, req.value);
+      return noContent(ctx, {});
+    },
+
+    async publish(req, ctx) {
+      await catalog.publish(req.id, callerOf(ctx).name);
+      return noContent(ctx, {});
+    },
+
+    async unpublish(req, ctx) {
+      await catalog.unpublish(req.id);
+      return noContent(ctx, {});
+    },
+
+    async listRevisions(req) {
+      return { revisions: (await catalog.revisions(req.id)).map(revisionMessage) };
+    },
+
+    async getRevision(req, ctx) {
+      const { state } = catalog.get(req.id);
+      const revision = await catalog.revision(req.id, req.commitId);
+      return { network: networkMessage({ document: revision.document, state }, permissionsOf(callerOf(ctx)), revision.date) };
+    },
+
+    async restoreRevision(req, ctx) {
+      await catalog.restore(req.id, req.commitId, callerOf(ctx).name, req.comment);
+      return noContent(ctx, {});
+    },
+
+    async diffRevisions(req) {
+      catalog.get(req.id);
+      return { diff: await catalog.diff(req.id, required(req.left, "left"), required(req.right, "right")) };
+    },
+
+    createShareKey(req) {
+      const key = catalog.shareKey(req.id, req.expire);
+      return { key: { contentType: "text/plain", data: new TextEncoder().encode(key) } };
+    },
+  };
+}

@@ -1,0 +1,191 @@
+import type { Socket } from "node:net";
+import { StringDecoder } from "node:string_decoder";
+import { encodeFrame, FrameReader, type Frame } from "./frame.js";
+
+/** What an evaluation prints or signals while it runs, in the order R produced it. */
+export interface EvalEvent {
+  readonly kind: "output" | "message" | "warning";
+  readonly text: string;
+}
+
+export type EventSink = (event: EvalEvent) => void;
+
+export type Outcome = { readonly ok: true; readonly value: Buffer } | { readonly ok: false; readonly error: string };
+
+interface Running {
+  readonly sink: EventSink | undefined;
+  readonly resolve: (outcome: Outcome) => void;
+  /** Frames of the main socket not released yet: each waits for its marker on the output stream. */
+  readonly frames: Frame[];
+  /** Output text and markers (null) not released yet: text after a marker waits for that marker's frame. */
+  readonly output: Array<string | null>;
+}
+
+const EVAL_MARKER = 0;
+const SYNC_MARKER = 1;
+const DRAIN = encodeFrame("D");
+
+/**
+ * One forked R session process: the main socket carries requests and framed events, the output socket
+ * the raw text of sink() with one marker byte per main-socket event, which is how the two streams are
+ * merged back in order. Runs one request at a time (the session's queue guarantees it).
+ */
+export class RChild {
+  private readonly frames = new FrameReader();
+  private readonly decoder = new StringDecoder("utf8");
+  private running: Running | undefined;
+  private drainFirst = false;
+  private ended = false;
+  private readonly closeListeners: Array<() => void> = [];
+
+  constructor(
+    readonly pid: number,
+    private readonly main: Socket,
+    private readonly out: Socket,
+    private readonly log: (text: string) => void,
+  ) {
+    main.on("data", (chunk: Buffer) => this.onFrames(this.frames.push(chunk)));
+    out.on("data", (chunk: Buffer) => this.onOutput(chunk));
+    for (const socket of [main, out]) {
+      socket.on("error", () => this.onEnd());
+      socket.on("close", () => this.onEnd());
+    }
+  }
+
+  get closed(): boolean {
+    return this.ended;
+  }
+
+  /** Hands over bytes read with the greeting, then lets the sockets flow. */
+  start(mainRest: Buffer | undefined, outRest: Buffer | undefined): void {
+    if (outRest) this.onOutput(outRest);
+    if (mainRest) this.onFrames(this.frames.push(mainRest));
+    this.main.resume();
+    this.out.resume();
+  }
+
+  onClose(listener: () => void): void {
+    if (this.ended) listener();
+    else this.closeListeners.push(listener);
+  }
+
+  run(request: Buffer, sink?: EventSink): Promise<Outcome> {
+    if (this.ended) return Promise.resolve({ ok: false, error: "R session has ended" });
+    if (this.running) throw new Error("R session is already running a request");
+    return new Promise((resolve) => {
+      this.running = { sink, resolve, frames: [], output: [] };
+      if (this.drainFirst) {
+        this.drainFirst = false;
+        this.main.write(DRAIN);
+      }
+      this.main.write(request);
+    });
+  }
+
+  get busy(): boolean {
+    return this.running !== undefined;
+  }
+
+  /** SIGINT to the running evaluation; false when nothing runs. */
+  interrupt(): boolean {
+    if (!this.running || this.ended) return false;
+    this.signal("SIGINT");
+    // The signal may land after the evaluation ended: the next request first consumes it.
+    this.drainFirst = true;
+    return true;
+  }
+
+  kill(): void {
+    if (!this.ended) this.signal("SIGKILL");
+    this.main.destroy();
+    this.out.destroy();
+    this.onEnd();
+  }
+
+  private signal(name: NodeJS.Signals): void {
+    try {
+      process.kill(this.pid, name);
+    } catch {
+      // Already gone: its sockets are closing too.
+    }
+  }
+
+  private onFrames(frames: Frame[]): void {
+    const running = this.running;
+    if (!running) return;
+    running.frames.push(...frames);
+    this.release(running);
+  }
+
+  private onOutput(chunk: Buffer): void {
+    let start = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i];
+      if (byte !== EVAL_MARKER && byte !== SYNC_MARKER) continue;
+      if (i > start) this.output(this.decoder.write(chunk.subarray(start, i)));
+      start = i + 1;
+      this.running?.output.push(null);
+    }
+    if (start < chunk.length) this.output(this.decoder.write(start === 0 ? chunk : chunk.subarray(start)));
+    if (this.running) this.release(this.running);
+  }
+
+  private output(text: string): void {
+    if (text.length === 0) return;
+    if (this.running) this.running.output.push(text);
+    else this.log(text);
+  }
+
+  private release(running: Running): void {
+    while (running.output.length > 0) {
+      const item = running.output[0];
+      if (item !== null) {
+        running.output.shift();
+        this.log(item);
+        running.sink?.({ kind: "output", text: item });
+        continue;
+      }
+      const frame = running.frames.shift();
+      if (!frame) return;
+      running.output.shift();
+      switch (frame.type) {
+        case "M":
+          this.event(running, "message", frame.payload);
+          break;
+        case "W":
+          this.event(running, "warning", frame.payload);
+          break;
+        case "V":
+          this.finish({ ok: true, value: frame.payload });
+          return;
+        case "X":
+          this.finish({ ok: false, error: frame.payload.toString("utf8") });
+          return;
+        default:
+          this.kill();
+          return;
+      }
+    }
+  }
+
+  private event(running: Running, kind: "message" | "warning", payload: Buffer): void {
+    const text = payload.toString("utf8");
+    this.log(kind === "warning" ? `Warning: ${text}\n` : text);
+    running.sink?.({ kind, text });
+  }
+
+  private finish(outcome: Outcome): void {
+    const running = this.running;
+    this.running = undefined;
+    running?.resolve(outcome);
+  }
+
+  private onEnd(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.main.destroy();
+    this.out.destroy();
+    this.finish({ ok: false, error: "R session has ended" });
+    for (const listener of this.closeListeners.splice(0)) listener();
+  }
+}

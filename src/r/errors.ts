@@ -1,0 +1,23 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+
+export function noSuchSession(id: string): ConnectError {
+  return new ConnectError(`No such R session: ${id}`, Code.NotFound);
+}
+
+export function noSuchCommand(id: string): ConnectError {
+  return new ConnectError(`No such R command: ${id}`, Code.NotFound);
+}
+
+export function notRunning(): ConnectError {
+  return new ConnectError("R server is not running", Code.Internal);
+}
+
+/** An error raised by the caller's R code: the client's fault, answered 400 with R's message. */
+export function rError(message: string): ConnectError {
+  return new ConnectError(message, Code.InvalidArgument);
+}
+
+/** A file path or upload refused by the rules of the session's folders (400). */
+export function badPath(message: string): ConnectError {
+  return new ConnectError(message, Code.InvalidArgument);
+}

@@ -1,0 +1,22 @@
+export {
+  PackageManager,
+  gitTarget,
+  type InstallRequest,
+  type InstalledPackage,
+  type PackageDescriptionJson,
+  type PackageManagerOptions,
+  type PackageMatrixJson,
+  type PackageSettingsJson,
+  type RemovedPackages,
+} from "./manager.js";
+export type { RunOptions } from "./runner.js";
+export {
+  DEFAULT_GIT_REF,
+  isValidPackageName,
+  parseGitName,
+  parsePackageNames,
+  parseSource,
+  validateGitRef,
+  validatePackageName,
+  type PackageSource,
+} from "./validation.js";

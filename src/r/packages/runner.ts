@@ -1,0 +1,163 @@
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { execa } from "execa";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { PACKAGE_SCRIPT } from "./script.js";
+
+export interface RunOptions {
+  /** Each line R prints (stdout and stderr merged, in order), as it is printed. */
+  readonly onLine?: (line: string) => void;
+  /** Aborting kills the R process and everything it started. */
+  readonly signal?: AbortSignal;
+}
+
+export interface RunRequest extends RunOptions {
+  readonly rExecutable: string;
+  readonly scratchDir: string;
+  /** ROCK_PKG_* values and any extra environment for R. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Appends to the server's console log. */
+  readonly log: (text: string) => void;
+  /** One line for the log that says what runs. */
+  readonly title: string;
+}
+
+/** How long a cancelled R gets to end on SIGTERM before its process group is killed outright. */
+const KILL_GRACE_MS = 2000;
+/** Lines of output quoted in an error when R died without writing its own message. */
+const TAIL_LINES = 15;
+
+// R CMD INSTALL, git and compilers run as R's children. Each R is made a process-group leader so
+// that cancelling (or this server exiting) can end the whole tree, not just R.
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on("exit", () => {
+    for (const pid of liveGroups) killGroup(pid, "SIGKILL");
+  });
+}
+
+/**
+ * Runs the package script in a fresh R process with its own temporary folder (TMPDIR, so that
+ * downloads and git clones land there and are deleted with it). Resolves with the bytes the script
+ * wrote as its result; rejects with a ConnectError carrying R's message.
+ */
+export async function runPackageScript(request: RunRequest): Promise<Buffer> {
+  const { signal } = request;
+  if (signal?.aborted) throw new ConnectError("The package operation was cancelled", Code.Canceled);
+  const dir = await mkdtemp(join(request.scratchDir, "rpkg-"));
+  const scriptFile = join(dir, "packages.R");
+  const outFile = join(dir, "result");
+  const errorFile = join(dir, "error");
+  const tail: string[] = [];
+  const log = (text: string) => {
+    try {
+      request.log(text);
+    } catch {
+      // The console log must never break a package operation.
+    }
+  };
+  try {
+    await writeFile(scriptFile, PACKAGE_SCRIPT);
+    log(`[packages] ${request.title}\n`);
+    installExitHook();
+    const subprocess = execa(request.rExecutable, ["--no-echo", "--no-save", "--no-restore", "-f", scriptFile], {
+      env: {
+        ...request.env,
+        TMPDIR: dir,
+        ROCK_PKG_OUT: outFile,
+        ROCK_PKG_ERROR: errorFile,
+      },
+      stdin: "ignore",
+      all: true,
+      buffer: false,
+      reject: false,
+      detached: true,
+      cleanup: false,
+      stripFinalNewline: false,
+    });
+    const pid = subprocess.pid;
+    if (pid !== undefined) liveGroups.add(pid);
+    let cancelled = false;
+    let forceKill: NodeJS.Timeout | undefined;
+    const onAbort = () => {
+      if (pid === undefined || cancelled) return;
+      cancelled = true;
+      log(`[packages] cancelled: ${request.title}\n`);
+      killGroup(pid, "SIGTERM");
+      forceKill = setTimeout(() => killGroup(pid, "SIGKILL"), KILL_GRACE_MS);
+      forceKill.unref();
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    // Aborted while the folder was being prepared: the listener came too late to hear it.
+    if (signal?.aborted) onAbort();
+    try {
+      for await (const line of subprocess.iterable({ from: "all" })) {
+        log(`${line}\n`);
+        tail.push(line);
+        if (tail.length > TAIL_LINES) tail.shift();
+        try {
+          request.onLine?.(line);
+        } catch {
+          // A listener that went away must not stop R's output from reaching the log.
+        }
+      }
+      const result = await subprocess;
+      if (cancelled) {
+        throw new ConnectError("The package operation was cancelled", Code.Canceled);
+      }
+      if (result.failed && result.exitCode === undefined) {
+        throw new ConnectError(`R could not be run: ${result.shortMessage}`, Code.Internal);
+      }
+      if (result.exitCode === 0) {
+        const output = await readFile(outFile);
+        log(`[packages] done: ${request.title}\n`);
+        return output;
+      }
+      const error = await scriptError(errorFile, result.exitCode, tail);
+      log(`[packages] failed: ${request.title}: ${error.rawMessage.replace(/\s*\n\s*/g, " ")}\n`);
+      throw error;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      if (pid !== undefined) {
+        // Whatever R left running (a hung compiler, a git child) goes with it.
+        killGroup(pid, "SIGKILL");
+        liveGroups.delete(pid);
+      }
+      if (forceKill) clearTimeout(forceKill);
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function scriptError(errorFile: string, exitCode: number | undefined, tail: readonly string[]): Promise<ConnectError> {
+  let text: string | undefined;
+  try {
+    text = await readFile(errorFile, "utf8");
+  } catch {
+    text = undefined;
+  }
+  if (text !== undefined) {
+    const newline = text.indexOf("\n");
+    const kind = newline < 0 ? text : text.slice(0, newline);
+    const message = (newline < 0 ? "" : text.slice(newline + 1)).trimEnd();
+    return new ConnectError(message || "The package operation failed", kind === "notfound" ? Code.NotFound : Code.Internal);
+  }
+  const last = tail.filter((line) => line.trim() !== "").join("\n");
+  return new ConnectError(
+    `R ended with status ${exitCode ?? "unknown"}${last ? `: ${last}` : ""}`,
+    Code.Internal,
+  );
+}

@@ -1,0 +1,305 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { createServer, type Server, type Socket } from "node:net";
+import { basename, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { RChild } from "./child.js";
+import { encodeFrame, FrameReader, type Frame } from "./frame.js";
+
+const WORKER_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "worker.R");
+const START_TIMEOUT_MS = 30_000;
+const FORK_TIMEOUT_MS = 15_000;
+const GREETING_TIMEOUT_MS = 10_000;
+const MAX_GREETING = 4096;
+
+export interface RServerOptions {
+  readonly executable: string;
+  /** Where the R processes' console output goes. */
+  readonly log: (text: string) => void;
+  /** TMPDIR of the R server, so a killed server leaves its temporary folder inside the service's data. */
+  readonly tmpDir: string;
+}
+
+interface PendingFork {
+  main?: { socket: Socket; rest: Buffer | undefined; pid: number };
+  out?: { socket: Socket; rest: Buffer | undefined };
+  readonly resolve: (child: RChild) => void;
+  readonly reject: (error: Error) => void;
+}
+
+interface Reply {
+  readonly resolve: (frame: Frame) => void;
+  readonly reject: (error: Error) => void;
+}
+
+function workerArgs(executable: string): string[] {
+  return basename(executable).startsWith("Rscript")
+    ? ["--vanilla", WORKER_SCRIPT]
+    : ["--vanilla", "--slave", "-f", WORKER_SCRIPT];
+}
+
+/**
+ * The R server process: started in its own process group, it connects back over loopback with a
+ * secret token and forks one child per session; each child connects back with its own token.
+ */
+export class RServerProcess {
+  readonly version: string;
+  readonly pid: number;
+  /** Resolves when the R process has exited, whoever ended it. */
+  readonly exited: Promise<void>;
+  private readonly forks = new Map<string, PendingFork>();
+  private readonly replies: Reply[] = [];
+  private readonly exitListeners: Array<() => void> = [];
+  private hasExited = false;
+
+  private constructor(
+    private readonly options: RServerOptions,
+    private readonly listener: Server,
+    private readonly proc: ChildProcess,
+    private readonly control: Socket,
+    hello: { version: string; pid: number },
+  ) {
+    this.version = hello.version;
+    this.pid = hello.pid;
+    this.exited = new Promise((resolve) => {
+      const done = (): void => {
+        if (this.hasExited) return;
+        this.hasExited = true;
+        this.failAll(new Error("R server process has exited"));
+        this.listener.close();
+        this.killGroup();
+        for (const listener of this.exitListeners.splice(0)) listener();
+        resolve();
+      };
+      if (proc.exitCode !== null || proc.signalCode !== null) done();
+      else proc.once("exit", done);
+    });
+    listener.on("connection", (socket) => this.greet(socket));
+    const reader = new FrameReader();
+    control.on("data", (chunk: Buffer) => {
+      for (const frame of reader.push(chunk)) this.replies.shift()?.resolve(frame);
+    });
+    control.on("close", () => this.failAll(new Error("R server connection closed")));
+    control.on("error", () => undefined);
+  }
+
+  static async start(options: RServerOptions): Promise<RServerProcess> {
+    const token = randomBytes(32).toString("hex");
+    const listener = createServer();
+    await new Promise<void>((resolve, reject) => {
+      listener.once("error", reject);
+      listener.listen(0, "127.0.0.1", resolve);
+    });
+    const { port } = listener.address() as { port: number };
+    // Own process group: stopping the server kills every session it forked.
+    const child = spawn(options.executable, workerArgs(options.executable), {
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...process.env, TMPDIR: options.tmpDir },
+    });
+    for (const stream of [child.stdout, child.stderr]) {
+      stream?.setEncoding("utf8");
+      stream?.on("data", (text: string) => options.log(text));
+    }
+    child.stdin?.on("error", () => undefined);
+    child.stdin?.end(`${port}\n${token}\n`);
+    try {
+      const { socket, greeting } = await new Promise<{ socket: Socket; greeting: Greeting }>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("R server did not start in time")), START_TIMEOUT_MS);
+        const fail = (error: Error): void => {
+          clearTimeout(timer);
+          reject(error);
+        };
+        child.once("error", fail);
+        child.once("exit", (code) => fail(new Error(`R server exited during start (code ${code})`)));
+        listener.once("connection", (socket: Socket) => {
+          readGreeting(socket).then((greeting) => {
+            const [received, version, pid] = greeting.text.split("\n");
+            if (greeting.type !== "S" || !sameSecret(received ?? "", token)) {
+              socket.destroy();
+              fail(new Error("R server failed to authenticate"));
+              return;
+            }
+            clearTimeout(timer);
+            resolve({ socket, greeting: { ...greeting, text: `${version}\n${pid}` } });
+          }, fail);
+        });
+      });
+      const [version, pid] = greeting.text.split("\n");
+      const server = new RServerProcess(options, listener, child, socket, {
+        version: version ?? "",
+        pid: Number(pid),
+      });
+      socket.resume();
+      return server;
+    } catch (error) {
+      listener.close();
+      if (child.pid) killGroup(child.pid);
+      throw error;
+    }
+  }
+
+  get running(): boolean {
+    return !this.hasExited;
+  }
+
+  onExit(listener: () => void): void {
+    if (this.hasExited) listener();
+    else this.exitListeners.push(listener);
+  }
+
+  /** Forks a session process that starts in `workDir` with `tmpDir` as its tempdir(). */
+  fork(workDir: string, tmpDir: string): Promise<RChild> {
+    const token = randomBytes(16).toString("hex");
+    return new Promise<RChild>((resolve, reject) => {
+      const timer = setTimeout(() => fail(new Error("R session did not connect in time")), FORK_TIMEOUT_MS);
+      const fail = (error: Error): void => {
+        const pending = this.forks.get(token);
+        this.forks.delete(token);
+        clearTimeout(timer);
+        pending?.main?.socket.destroy();
+        pending?.out?.socket.destroy();
+        if (pending?.main) killPid(pending.main.pid);
+        reject(error);
+      };
+      this.forks.set(token, {
+        resolve: (child) => {
+          clearTimeout(timer);
+          resolve(child);
+        },
+        reject: fail,
+      });
+      const request = encodeFrame("F", Buffer.from(`${token}\0${workDir}\0${tmpDir}`, "utf8"));
+      this.request(request).then((reply) => {
+        if (reply.type === "X") fail(new Error(`R server could not fork: ${reply.payload.toString("utf8")}`));
+      }, fail);
+    });
+  }
+
+  /** Answers when the R server process reads and answers its socket. */
+  async ping(): Promise<void> {
+    await this.request(encodeFrame("P"));
+  }
+
+  /** R.version as JSON (a plain list) or as R serialization. */
+  async versionValue(format: "json" | "rds"): Promise<Buffer> {
+    const reply = await this.request(encodeFrame("Q", Buffer.from(format === "rds" ? "r" : "j")));
+    return reply.payload;
+  }
+
+  /** Ends the R server and, with its process group, every session it forked. */
+  async stop(): Promise<void> {
+    if (this.hasExited) return;
+    // End of the control socket makes R quit cleanly (removing its temporary folder).
+    this.control.end();
+    const timer = setTimeout(() => this.killGroup(), 2000);
+    this.abandonForks();
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  private abandonForks(): void {
+    for (const pending of this.forks.values()) pending.reject(new Error("R server is stopping"));
+  }
+
+  private killGroup(): void {
+    if (this.proc.pid) killGroup(this.proc.pid);
+  }
+
+  private request(frame: Buffer): Promise<Frame> {
+    if (this.hasExited || this.control.destroyed) return Promise.reject(new Error("R server is not running"));
+    return new Promise((resolve, reject) => {
+      this.replies.push({ resolve, reject });
+      this.control.write(frame);
+    });
+  }
+
+  private failAll(error: Error): void {
+    for (const reply of this.replies.splice(0)) reply.reject(error);
+    for (const pending of [...this.forks.values()]) pending.reject(error);
+  }
+
+  private greet(socket: Socket): void {
+    readGreeting(socket).then(
+      (greeting) => {
+        const [token = "", pid] = greeting.text.split("\n");
+        const pending = this.forks.get(token);
+        if (!pending || (greeting.type !== "C" && greeting.type !== "O")) {
+          socket.destroy();
+          return;
+        }
+        if (greeting.type === "C") pending.main = { socket, rest: greeting.rest, pid: Number(pid) };
+        else pending.out = { socket, rest: greeting.rest };
+        if (!pending.main || !pending.out) return;
+        this.forks.delete(token);
+        const child = new RChild(pending.main.pid, pending.main.socket, pending.out.socket, this.options.log);
+        child.start(pending.main.rest, pending.out.rest);
+        pending.resolve(child);
+      },
+      () => socket.destroy(),
+    );
+  }
+}
+
+interface Greeting {
+  readonly type: string;
+  readonly text: string;
+  /** Bytes that followed the greeting frame. */
+  readonly rest: Buffer | undefined;
+}
+
+/** The first frame of a loopback connection; the socket is left paused for its new owner. */
+function readGreeting(socket: Socket): Promise<Greeting> {
+  socket.setNoDelay(true);
+  return new Promise((resolve, reject) => {
+    let data = Buffer.alloc(0);
+    const timer = setTimeout(() => finish(new Error("no greeting")), GREETING_TIMEOUT_MS);
+    const finish = (error: Error | undefined, greeting?: Greeting): void => {
+      clearTimeout(timer);
+      socket.off("data", onData);
+      socket.off("error", finish);
+      socket.off("close", onClose);
+      socket.pause();
+      if (error) reject(error);
+      else resolve(greeting!);
+    };
+    const onClose = (): void => finish(new Error("closed before greeting"));
+    const onData = (chunk: Buffer): void => {
+      data = Buffer.concat([data, chunk]);
+      if (data.length < 5) return;
+      const end = 5 + data.readUInt32BE(1);
+      if (end > MAX_GREETING) return finish(new Error("greeting too large"));
+      if (data.length < end) return;
+      finish(undefined, {
+        type: String.fromCharCode(data[0]!),
+        text: data.subarray(5, end).toString("utf8"),
+        rest: data.length > end ? data.subarray(end) : undefined,
+      });
+    };
+    socket.on("data", onData);
+    socket.on("error", finish);
+    socket.on("close", onClose);
+  });
+}
+
+function sameSecret(received: string, expected: string): boolean {
+  const a = Buffer.from(received);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // The group is already empty.
+  }
+}
+
+function killPid(pid: number): void {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // Already gone.
+  }
+}

@@ -1,0 +1,222 @@
+import { create } from "@bufbuild/protobuf";
+import { rm } from "node:fs/promises";
+import { SessionSchema, type Session } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import type { EventSink, Outcome, RChild } from "./child.js";
+import { CommandList, type CommandEntry } from "./commands.js";
+import { sessionDate } from "./dates.js";
+import { rError } from "./errors.js";
+import { encodeFrame } from "./frame.js";
+import type { ValueFormat } from "./negotiate.js";
+
+/** A session's folders: `work` (its working directory), `tmp` (its tempdir()), both inside `home`. */
+export interface SessionDirs {
+  readonly home: string;
+  readonly work: string;
+  readonly tmp: string;
+}
+
+/** What to assign: the value of an R expression, or an R-serialized value. */
+export type AssignSource =
+  | { readonly kind: "script"; readonly text: Uint8Array }
+  | { readonly kind: "rdata"; readonly bytes: Uint8Array };
+
+export interface SessionOptions {
+  /** Interrupt an evaluation running longer than this; <= 0 disables. */
+  readonly maxEvalSeconds: number;
+}
+
+interface Job {
+  readonly run: () => Promise<void>;
+  /** Called instead of `run` when the session ends first. */
+  readonly drop: (reason: Error) => void;
+}
+
+const FORMAT_BYTE: Record<ValueFormat, Buffer> = { json: Buffer.from("j"), rds: Buffer.from("r") };
+const ASSIGN_SCRIPT = Buffer.from("x");
+const ASSIGN_RDATA = Buffer.from("r");
+
+function evalFrame(script: Uint8Array, format: ValueFormat): Buffer {
+  return encodeFrame("E", FORMAT_BYTE[format], script);
+}
+
+function assignFrame(symbol: string, source: AssignSource): Buffer {
+  const name = Buffer.from(symbol, "utf8");
+  const length = Buffer.allocUnsafe(4);
+  length.writeUInt32BE(name.length);
+  return source.kind === "script"
+    ? encodeFrame("A", ASSIGN_SCRIPT, length, name, source.text)
+    : encodeFrame("A", ASSIGN_RDATA, length, name, source.bytes);
+}
+
+function assignScript(symbol: string, source: AssignSource): string {
+  return source.kind === "script"
+    ? `${symbol} <- ${Buffer.from(source.text).toString("utf8")}`
+    : `${symbol} <- unserialize(<${source.bytes.length} bytes>)`;
+}
+
+/**
+ * A stateful R session: one forked R process whose operations (sync calls, commands, Execute) run one
+ * at a time in submission order.
+ */
+export class RSession {
+  readonly createdAt = new Date();
+  lastAccess = this.createdAt;
+  readonly commands: CommandList;
+  private readonly queue: Job[] = [];
+  private active = false;
+  private ended = false;
+  private readonly endListeners: Array<() => void> = [];
+
+  constructor(
+    readonly id: string,
+    readonly subject: string,
+    readonly dirs: SessionDirs,
+    private readonly child: RChild,
+    private readonly options: SessionOptions,
+  ) {
+    this.commands = new CommandList(id);
+    child.onClose(() => void this.end());
+  }
+
+  get busy(): boolean {
+    return this.active;
+  }
+
+  get closed(): boolean {
+    return this.ended;
+  }
+
+  touch(): void {
+    this.lastAccess = new Date();
+  }
+
+  onEnd(listener: () => void): void {
+    if (this.ended) listener();
+    else this.endListeners.push(listener);
+  }
+
+  toProto(): Session {
+    return create(SessionSchema, {
+      id: this.id,
+      subject: this.subject,
+      busy: this.active,
+      createdDate: sessionDate(this.createdAt),
+      lastAccessDate: sessionDate(this.lastAccess),
+    });
+  }
+
+  /** The value of `script` (JSON text or R serialization bytes); R errors become InvalidArgument. */
+  async eval(script: Uint8Array, format: ValueFormat, sink?: EventSink, signal?: AbortSignal): Promise<Buffer> {
+    return valueOf(await this.schedule(evalFrame(script, format), sink, signal));
+  }
+
+  async assign(symbol: string, source: AssignSource): Promise<void> {
+    valueOf(await this.schedule(assignFrame(symbol, source)));
+  }
+
+  submitEval(script: Uint8Array, format: ValueFormat): CommandEntry {
+    const entry = this.commands.add(Buffer.from(script).toString("utf8"), format);
+    this.submit(entry, evalFrame(script, format), true);
+    return entry;
+  }
+
+  submitAssign(symbol: string, source: AssignSource): CommandEntry {
+    const entry = this.commands.add(assignScript(symbol, source), undefined);
+    this.submit(entry, assignFrame(symbol, source), false);
+    return entry;
+  }
+
+  /** SIGINT to the running evaluation, if any; the session and its variables stay. */
+  interrupt(): boolean {
+    this.touch();
+    return this.child.interrupt();
+  }
+
+  /** Kills the R process and removes the session's folders. */
+  async end(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    this.child.kill();
+    const reason = new Error("R session has ended");
+    for (const job of this.queue.splice(0)) job.drop(reason);
+    for (const listener of this.endListeners.splice(0)) listener();
+    await rm(this.dirs.home, { recursive: true, force: true });
+  }
+
+  private submit(entry: CommandEntry, frame: Buffer, withResult: boolean): void {
+    this.touch();
+    this.enqueue({
+      run: async () => {
+        if (entry.deleted) return;
+        entry.started();
+        const outcome = await this.execute(frame);
+        if (outcome.ok) entry.completed(withResult ? outcome.value : undefined);
+        else entry.failed(outcome.error);
+      },
+      drop: (reason) => entry.failed(reason.message),
+    });
+  }
+
+  /** Runs `frame` when its turn comes; an abort before then removes it, during it interrupts R. */
+  private schedule(frame: Buffer, sink?: EventSink, signal?: AbortSignal): Promise<Outcome> {
+    this.touch();
+    return new Promise((resolve, reject) => {
+      const job: Job = {
+        run: async () => {
+          signal?.removeEventListener("abort", onQueuedAbort);
+          if (signal?.aborted) return reject(signal.reason);
+          const onAbort = (): boolean => this.child.interrupt();
+          signal?.addEventListener("abort", onAbort);
+          try {
+            resolve(await this.execute(frame, sink));
+          } finally {
+            signal?.removeEventListener("abort", onAbort);
+          }
+        },
+        drop: reject,
+      };
+      const onQueuedAbort = (): void => {
+        const index = this.queue.indexOf(job);
+        if (index >= 0) {
+          this.queue.splice(index, 1);
+          reject(signal?.reason);
+        }
+      };
+      signal?.addEventListener("abort", onQueuedAbort, { once: true });
+      this.enqueue(job);
+    });
+  }
+
+  private async execute(frame: Buffer, sink?: EventSink): Promise<Outcome> {
+    const limit = this.options.maxEvalSeconds;
+    const timer = limit > 0 ? setTimeout(() => this.child.interrupt(), limit * 1000) : undefined;
+    try {
+      return await this.child.run(frame, sink);
+    } finally {
+      clearTimeout(timer);
+      this.touch();
+    }
+  }
+
+  private enqueue(job: Job): void {
+    if (this.ended) return job.drop(new Error("R session has ended"));
+    this.queue.push(job);
+    this.pump();
+  }
+
+  private pump(): void {
+    if (this.active || this.ended) return;
+    const job = this.queue.shift();
+    if (!job) return;
+    this.active = true;
+    job.run().finally(() => {
+      this.active = false;
+      this.pump();
+    });
+  }
+}
+
+function valueOf(outcome: Outcome): Buffer {
+  if (!outcome.ok) throw rError(outcome.error);
+  return outcome.value;
+}

@@ -1,0 +1,22 @@
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { callerOf, hasAnyRole } from "../auth/caller.js";
+import type { REngine } from "../r/engine.js";
+import type { RSession } from "../r/session.js";
+
+export const ADMINISTRATOR = "administrator";
+export const MANAGER = "manager";
+
+/** Who may look at or end a session besides its owner. */
+export const SESSION_READERS = [ADMINISTRATOR, MANAGER] as const;
+/** Who may evaluate, exchange files or handle commands in a session besides its owner. */
+export const SESSION_USERS = [ADMINISTRATOR] as const;
+
+/** The session, when it exists (404) and the caller owns it or has one of `roles` (403). */
+export function sessionFor(engine: REngine, ctx: HandlerContext, id: string, roles: readonly string[]): RSession {
+  const session = engine.session(id);
+  const caller = callerOf(ctx);
+  if (session.subject !== caller.name && !hasAnyRole(caller, roles)) {
+    throw new ConnectError(`Not allowed to access R session: ${id}`, Code.PermissionDenied);
+  }
+  return session;
+}

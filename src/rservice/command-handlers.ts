@@ -1,0 +1,63 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import type { CommandEntry } from "../r/commands.js";
+import type { REngine } from "../r/engine.js";
+import { noSuchCommand } from "../r/errors.js";
+import { contentTypeOf } from "../r/negotiate.js";
+import type { RSession } from "../r/session.js";
+import { setHttpStatus } from "../server/rest-hints.js";
+import { SESSION_USERS, sessionFor } from "./access.js";
+
+export type CommandHandlers = Pick<
+  ServiceImpl<typeof RService>,
+  "listCommands" | "getCommand" | "deleteCommand" | "getCommandResult"
+>;
+
+function commandOf(session: RSession, id: string): CommandEntry {
+  session.touch();
+  const command = session.commands.get(id);
+  if (!command) throw noSuchCommand(id);
+  return command;
+}
+
+/** @param waitMs upper bound of `wait=true` */
+export function commandHandlers(engine: REngine, waitMs: number): CommandHandlers {
+  return {
+    async listCommands(req, ctx) {
+      const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
+      session.touch();
+      return { commands: session.commands.list().map((c) => c.toProto()) };
+    },
+
+    async getCommand(req, ctx) {
+      const command = commandOf(sessionFor(engine, ctx, req.id, SESSION_USERS), req.cmdId);
+      if (req.wait) await command.wait(waitMs);
+      return { command: command.toProto() };
+    },
+
+    async deleteCommand(req, ctx) {
+      const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
+      commandOf(session, req.cmdId);
+      session.commands.remove(req.cmdId);
+      setHttpStatus(ctx, 204);
+      return {};
+    },
+
+    async getCommandResult(req, ctx) {
+      const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
+      const command = commandOf(session, req.cmdId);
+      if (req.wait) await command.wait(waitMs);
+      if (!command.finished) {
+        setHttpStatus(ctx, 204);
+        return {};
+      }
+      if (req.rm ?? true) session.commands.remove(command.id);
+      const { result, format } = command;
+      if (result === undefined || format === undefined) {
+        setHttpStatus(ctx, 204);
+        return {};
+      }
+      return { result: { contentType: contentTypeOf(format), data: result } };
+    },
+  };
+}

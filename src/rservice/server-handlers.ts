@@ -1,0 +1,72 @@
+import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { RService, ServerStatusSchema } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import type { NodeConfig, RConfig } from "../config/config.js";
+import type { REngine } from "../r/engine.js";
+import { negotiate, OCTET_STREAM } from "../r/negotiate.js";
+
+export type ServerHandlers = Pick<
+  ServiceImpl<typeof RService>,
+  "getInfo" | "check" | "getServerStatus" | "startServer" | "stopServer" | "getVersion" | "getLog" | "tailLog"
+>;
+
+const DEFAULT_LOG_LINES = 1000;
+const SERVICE_TYPE = "rock";
+
+export function serverHandlers(engine: REngine, node: NodeConfig, r: RConfig): ServerHandlers {
+  const status = async (): Promise<MessageInitShape<typeof ServerStatusSchema>> => {
+    const s = await engine.status();
+    return {
+      id: node.id,
+      cluster: node.cluster,
+      version: s.version,
+      encoding: r.encoding,
+      tags: [...node.tags],
+      running: s.running,
+      sessions: s.sessions,
+      system: { cores: s.cores, freeMemory: s.freeMemory },
+    };
+  };
+
+  return {
+    async getInfo() {
+      return { id: node.id, type: SERVICE_TYPE, cluster: node.cluster, tags: [...node.tags], server: node.publicUrl };
+    },
+
+    async check() {
+      if (!(await engine.check())) throw new ConnectError("R server is not functional", Code.Internal);
+      return {};
+    },
+
+    async getServerStatus() {
+      return { status: await status() };
+    },
+
+    async startServer() {
+      await engine.start();
+      return { status: await status() };
+    },
+
+    async stopServer() {
+      await engine.stop();
+      return { status: await status() };
+    },
+
+    async getVersion(req) {
+      const format = negotiate(req.accept);
+      const value = await engine.rVersion(format);
+      if (format === "rds") return { answer: { case: "serialized", value: { contentType: OCTET_STREAM, data: value } } };
+      return { answer: { case: "version", value: JSON.parse(value.toString("utf8")) as JsonObject } };
+    },
+
+    async getLog(req) {
+      const lines = engine.log.last(req.limit ?? DEFAULT_LOG_LINES);
+      const text = lines.length > 0 ? `${lines.join("\n")}\n` : "";
+      return { text: { contentType: "text/plain", data: Buffer.from(text, "utf8") } };
+    },
+
+    async *tailLog(req, ctx) {
+      for await (const line of engine.log.tail(req.limit ?? DEFAULT_LOG_LINES, req.follow, ctx.signal)) yield { line };
+    },
+  };
+}

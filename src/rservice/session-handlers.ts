@@ -1,0 +1,143 @@
+import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
+import type { ExecuteResponseSchema, RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { callerOf, hasAnyRole } from "../auth/caller.js";
+import type { EvalEvent } from "../r/child.js";
+import type { REngine } from "../r/engine.js";
+import { contentTypeOf, negotiate } from "../r/negotiate.js";
+import type { AssignSource } from "../r/session.js";
+import { setCreated, setHttpStatus } from "../server/rest-hints.js";
+import { SESSION_READERS, SESSION_USERS, sessionFor } from "./access.js";
+
+export type SessionHandlers = Pick<
+  ServiceImpl<typeof RService>,
+  | "listSessions"
+  | "createSession"
+  | "deleteSessions"
+  | "getSession"
+  | "deleteSession"
+  | "assign"
+  | "eval"
+  | "execute"
+  | "interruptSession"
+>;
+
+type ExecuteEvent = MessageInitShape<typeof ExecuteResponseSchema>;
+
+const RDATA = "application/x-rdata";
+const EMPTY = new Uint8Array(0);
+
+function assignSource(body: HttpBody | undefined): AssignSource {
+  const data = body?.data ?? EMPTY;
+  const type = body?.contentType.split(";")[0]?.trim().toLowerCase();
+  if (type !== RDATA) return { kind: "script", text: data };
+  return { kind: "rdata", bytes: Buffer.from(Buffer.from(data).toString("latin1"), "base64") };
+}
+
+function commandPath(sessionId: string, commandId: string): string {
+  return `/r/session/${sessionId}/command/${commandId}`;
+}
+
+export function sessionHandlers(engine: REngine): SessionHandlers {
+  return {
+    async listSessions(req, ctx) {
+      const caller = callerOf(ctx);
+      const all = hasAnyRole(caller, SESSION_READERS);
+      const subject = all ? req.subject : caller.name;
+      const sessions = engine.sessions().filter((s) => subject === undefined || s.subject === subject);
+      return { sessions: sessions.map((s) => s.toProto()) };
+    },
+
+    async createSession(_req, ctx) {
+      const session = await engine.createSession(callerOf(ctx).name);
+      setCreated(ctx, `/r/session/${session.id}`);
+      return { session: session.toProto() };
+    },
+
+    async deleteSessions(_req, ctx) {
+      await engine.endAllSessions();
+      setHttpStatus(ctx, 204);
+      return {};
+    },
+
+    async getSession(req, ctx) {
+      return { session: sessionFor(engine, ctx, req.id, SESSION_READERS).toProto() };
+    },
+
+    async deleteSession(req, ctx) {
+      await sessionFor(engine, ctx, req.id, SESSION_READERS).end();
+      setHttpStatus(ctx, 204);
+      return {};
+    },
+
+    async assign(req, ctx) {
+      const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
+      if (req.symbol === "") throw new ConnectError("Symbol to assign is required", Code.InvalidArgument);
+      const source = assignSource(req.body);
+      if (req.async) {
+        const command = session.submitAssign(req.symbol, source);
+        setCreated(ctx, commandPath(session.id, command.id));
+        return { command: command.toProto() };
+      }
+      await session.assign(req.symbol, source);
+      return {};
+    },
+
+    async eval(req, ctx) {
+      const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
+      const format = negotiate(req.accept);
+      const script = req.script?.data ?? EMPTY;
+      if (req.async) {
+        const command = session.submitEval(script, format);
+        setCreated(ctx, commandPath(session.id, command.id));
+        return { answer: { case: "command", value: command.toProto() } };
+      }
+      const data = await session.eval(script, format);
+      return { answer: { case: "value", value: { contentType: contentTypeOf(format), data } } };
+    },
+
+    async *execute(req, ctx) {
+      const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
+      const format = negotiate(req.accept);
+      const events: ExecuteEvent[] = [];
+      let wake: (() => void) | undefined;
+      const push = (event: ExecuteEvent): void => {
+        events.push(event);
+        wake?.();
+      };
+      let finished = false;
+      const sink = (event: EvalEvent): void => push({ event: { case: event.kind, value: event.text } });
+      session.eval(req.script?.data ?? EMPTY, format, sink, ctx.signal).then(
+        (value) =>
+          push({
+            event:
+              format === "rds"
+                ? { case: "rdata", value }
+                : { case: "json", value: fromJson(ValueSchema, JSON.parse(value.toString("utf8"))) },
+          }),
+        (error: unknown) => push({ event: { case: "error", value: ConnectError.from(error).rawMessage } }),
+      ).finally(() => {
+        finished = true;
+        wake?.();
+      });
+      // Leaving (cancel, deadline) interrupts R through the signal; stop waiting for its events too.
+      ctx.signal.addEventListener("abort", () => wake?.(), { once: true });
+      while (!ctx.signal.aborted) {
+        const event = events.shift();
+        if (event) {
+          yield event;
+          continue;
+        }
+        if (finished) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+      }
+    },
+
+    async interruptSession(req, ctx) {
+      return { interrupted: sessionFor(engine, ctx, req.id, SESSION_USERS).interrupt() };
+    },
+  };
+}

@@ -1,0 +1,149 @@
+import { expect } from "chai";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { readFileSync, readdirSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConsoleLog } from "../../src/r/console-log.js";
+import { caller, collect, ctxOf, startRig, text, type Rig } from "./support.js";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const admin = caller("root", "administrator");
+
+async function until(condition: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await sleep(50);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("R server process", function () {
+  this.timeout(60_000);
+  let rig: Rig | undefined;
+  afterEach(async () => rig?.close());
+
+  const status = async () =>
+    (await rig!.handlers.getServerStatus!({ $typeName: "rock.r.v1.GetServerStatusRequest" }, ctxOf(admin))).status!;
+
+  it("reports status, version and Check; stops (ending sessions) and starts again", async () => {
+    rig = await startRig();
+    const running = await status();
+    expect(running.running).to.equal(true);
+    expect(running.version).to.match(/^\d+\.\d+\.\d+$/);
+    expect(running.system!.cores).to.be.greaterThan(0);
+    expect(running.system!.freeMemory).to.be.greaterThan(0);
+    expect(running.tags).to.deep.equal(["t1"]);
+    await rig.handlers.check!({ $typeName: "rock.r.v1.CheckRequest" }, ctxOf(admin));
+    const version = await rig.handlers.getVersion!({ $typeName: "rock.r.v1.GetVersionRequest", accept: "" }, ctxOf(admin));
+    expect(version.answer?.case).to.equal("version");
+    expect((version.answer?.value as Record<string, unknown>).language).to.equal("R");
+
+    const session = await rig.engine.createSession("alice");
+    const pid = Number((await session.eval(text("Sys.getpid()"), "json")).toString());
+    expect((await status()).sessions).to.deep.include({ total: 1, busy: 0 });
+    const stopped = (await rig.handlers.stopServer!({ $typeName: "rock.r.v1.StopServerRequest" }, ctxOf(admin))).status!;
+    expect(stopped).to.deep.include({ running: false });
+    expect(stopped.system).to.deep.include({ cores: -1, freeMemory: -1 });
+    expect(stopped.sessions).to.deep.include({ total: 0 });
+    await until(() => !alive(pid));
+    const check = await Promise.resolve(rig.handlers.check!({ $typeName: "rock.r.v1.CheckRequest" }, ctxOf(admin))).catch((e: unknown) => e);
+    expect((check as ConnectError).code).to.equal(Code.Internal);
+    const refused = await rig.engine.createSession("alice").catch((e: ConnectError) => e);
+    expect((refused as ConnectError).code).to.equal(Code.Internal);
+
+    const started = (await rig.handlers.startServer!({ $typeName: "rock.r.v1.StartServerRequest" }, ctxOf(admin))).status!;
+    expect(started.running).to.equal(true);
+    const again = await rig.engine.createSession("alice");
+    expect((await again.eval(text("1 + 1"), "json")).toString()).to.equal("2");
+  });
+
+  it("notices a crash, ends the sessions and restarts when autoRestart is set", async () => {
+    rig = await startRig({ autoRestart: true });
+    const session = await rig.engine.createSession("alice");
+    const serverPid = rig.engine.serverPid!;
+    const childPid = Number((await session.eval(text("Sys.getpid()"), "json")).toString());
+    process.kill(serverPid, "SIGKILL");
+    await until(() => !rig!.engine.running);
+    await until(() => session.closed);
+    await until(() => !alive(childPid));
+    await until(() => rig!.engine.running);
+    const next = await rig.engine.createSession("alice");
+    expect((await next.eval(text("'back'"), "json")).toString()).to.equal('"back"');
+    expect(rig.log.last(1000).join("\n")).to.contain("exited unexpectedly");
+  });
+
+  it("stays stopped after a crash without autoRestart", async () => {
+    rig = await startRig({ autoRestart: false });
+    const serverPid = rig.engine.serverPid!;
+    process.kill(serverPid, "SIGKILL");
+    await until(() => !rig!.engine.running);
+    await sleep(1500);
+    expect((await status()).running).to.equal(false);
+  });
+
+  it("logs what sessions print; GetLog answers the last lines and TailLog follows new ones", async () => {
+    rig = await startRig();
+    const session = await rig.engine.createSession("alice");
+    await session.eval(text("cat('line-a\\nline-b\\n')"), "json");
+    const log = await rig.handlers.getLog!({ $typeName: "rock.r.v1.GetLogRequest", limit: 2 }, ctxOf(admin));
+    expect(log.text?.contentType).to.equal("text/plain");
+    expect(Buffer.from(log.text!.data!).toString()).to.equal("line-a\nline-b\n");
+    expect(readFileSync(join(rig.dataDir, "rserver.log"), "utf8")).to.contain("line-a\nline-b\n");
+
+    const controller = new AbortController();
+    const lines: string[] = [];
+    const tail = (async () => {
+      for await (const m of rig!.handlers.tailLog!(
+        { $typeName: "rock.r.v1.TailLogRequest", limit: 1, follow: true },
+        ctxOf(admin, controller.signal),
+      )) {
+        lines.push((m as { line: string }).line);
+        if (lines.length === 3) controller.abort();
+      }
+    })();
+    await sleep(50);
+    await session.eval(text("cat('next-1\\n'); message('next-2')"), "json");
+    await tail;
+    expect(lines).to.deep.equal(["line-b", "next-1", "next-2"]);
+    const once = await collect(
+      rig.handlers.tailLog!({ $typeName: "rock.r.v1.TailLogRequest", limit: 2, follow: false }, ctxOf(admin)),
+    );
+    expect(once.map((m) => (m as { line: string }).line)).to.deep.equal(["next-1", "next-2"]);
+  });
+});
+
+describe("console log", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "rock-log-test-"));
+  });
+  afterEach(async () => rm(dir, { recursive: true, force: true }));
+
+  it("rotates past logMaxBytes and keeps logFiles files", () => {
+    const log = new ConsoleLog({ file: join(dir, "rserver.log"), maxBytes: 100, files: 2 });
+    for (let i = 0; i < 20; i++) log.append(`${String(i).padStart(2, "0")}-${"x".repeat(36)}\n`);
+    log.close();
+    expect(readdirSync(dir).sort()).to.deep.equal(["rserver.log", "rserver.log.1", "rserver.log.2"]);
+    expect(readFileSync(join(dir, "rserver.log"), "utf8")).to.match(/^18-x+\n19-x+\n$/);
+    expect(readFileSync(join(dir, "rserver.log.1"), "utf8")).to.match(/^16-x+\n17-x+\n$/);
+    expect(log.last(3).map((l) => l.slice(0, 2))).to.deep.equal(["17", "18", "19"]);
+  });
+
+  it("keeps a line split across appends whole", () => {
+    const log = new ConsoleLog({ file: join(dir, "rserver.log"), maxBytes: 1000, files: 1 });
+    log.append("hel");
+    log.append("lo\nwor");
+    expect(log.last(10)).to.deep.equal(["hello"]);
+    log.close();
+  });
+});
