@@ -29,9 +29,9 @@ describe("package validation", () => {
 
   it("maps managers and their aliases, refusing unknown ones", () => {
     expect(["", "archive", "cran", "CRAN"].map(parseSource)).to.deep.equal(["archive", "archive", "archive", "archive"]);
-    expect(["git", "g", "Git"].map(parseSource)).to.deep.equal(["git", "git", "git"]);
-    expect(["collection", "coll"].map(parseSource)).to.deep.equal(["collection", "collection"]);
-    for (const manager of ["bioc", "github", "pip", "archive;"]) {
+    expect(["git", "g", "Git", "github", "gh"].map(parseSource)).to.deep.equal(["git", "git", "git", "git", "git"]);
+    expect(["collection", "coll", "bioc", "Bioconductor"].map(parseSource)).to.deep.equal(["collection", "collection", "collection", "collection"]);
+    for (const manager of ["pip", "archive;", "gitlab", "cran2"]) {
       expect(codeOf(() => parseSource(manager)), manager).to.equal(Code.InvalidArgument);
     }
   });

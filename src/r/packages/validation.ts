@@ -36,7 +36,7 @@ export function validatePackageName(name: string): string {
   return name;
 }
 
-/** `archive` (default, alias `cran`), `git` (`g`), `collection` (`coll`); case does not matter. */
+/** `archive` (default, alias `cran`), `git` (`g`, `github`, `gh`), `collection` (`coll`, `bioc`, `bioconductor`); case does not matter. */
 export function parseSource(manager: string): PackageSource {
   switch (manager.trim().toLowerCase()) {
     case "":
@@ -45,13 +45,18 @@ export function parseSource(manager: string): PackageSource {
       return "archive";
     case "git":
     case "g":
+    // What the reference server and rockr's documentation also call it.
+    case "github":
+    case "gh":
       return "git";
     case "collection":
     case "coll":
+    case "bioc":
+    case "bioconductor":
       return "collection";
     default:
       throw invalid(
-        `Unknown package manager: '${printable(manager)}' (expected archive, cran, git, g, collection or coll)`,
+        `Unknown package manager: '${printable(manager)}' (expected archive, cran, git, g, github, gh, collection, coll, bioc or bioconductor)`,
       );
   }
 }
