@@ -1,6 +1,8 @@
 import { expect } from "chai";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
 import { HealthCheckResponse_ServingStatus } from "../../gen/es/grpc/health/v1/health_pb.js";
@@ -10,14 +12,18 @@ import { startTestServer, basic, type TestServer } from "../support/server.js";
 import { rest, grpcClients, metadataFor, call, connectClient, type ConnectProtocol } from "../support/clients.js";
 import { Health } from "../../src/server/health.js";
 
-const run = promisify(execFile);
 const BUF = path.resolve("node_modules/.bin/buf");
+const execBuf = promisify(execFile);
 
 describe("one port, every protocol", function () {
   let server: TestServer;
   let grpc: ReturnType<typeof grpcClients>;
+  /** buf keeps a cache; tests keep it in a temporary folder. */
+  let bufCache: string;
+  const run = (file: string, args: string[]) => execBuf(file, args, { env: { ...process.env, BUF_CACHE_DIR: bufCache } });
 
   before(async () => {
+    bufCache = fs.mkdtempSync(path.join(os.tmpdir(), "rock-buf-"));
     server = await startTestServer();
     grpc = grpcClients(server.port);
     const created = await rest(server.url, "POST", "/ws/draft/networks", {
@@ -31,6 +37,7 @@ describe("one port, every protocol", function () {
   after(async () => {
     grpc.close();
     await server.stop();
+    fs.rmSync(bufCache, { recursive: true, force: true });
   });
 
   it("answers REST/JSON", async () => {

@@ -9,15 +9,15 @@ import path from "node:path";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const bin = path.join(root, "node_modules/.bin");
-const env = { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ""}` };
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "rock-gen-"));
+const env = { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ""}`, BUF_CACHE_DIR: path.join(tmp, "cache") };
 try {
   execFileSync("npm", ["run", "--silent", "proto-deps"], { cwd: root, env, stdio: "inherit" });
   execFileSync(path.join(bin, "buf"), ["lint"], { cwd: root, env, stdio: "inherit" });
-  execFileSync(path.join(bin, "buf"), ["generate", "-o", tmp], { cwd: root, env, stdio: "inherit" });
+  execFileSync(path.join(bin, "buf"), ["generate", "-o", path.join(tmp, "out")], { cwd: root, env, stdio: "inherit" });
   const list = (dir: string): string[] =>
     fs.existsSync(dir) ? (fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as fs.Dirent[]).filter((d) => d.isFile()).map((d) => path.relative(dir, path.join(d.parentPath, d.name))).sort() : [];
-  const fresh = path.join(tmp, "gen");
+  const fresh = path.join(tmp, "out", "gen");
   const committed = path.join(root, "gen");
   const a = list(fresh);
   const b = list(committed);

@@ -1,0 +1,177 @@
+/**
+ * Rserve as the reference: a foreground Rserve in its own process group (killed as a group at the end,
+ * even on error or Ctrl-C), and a minimal QAP1 client over node:net.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import net from "node:net";
+
+const ID_LENGTH = 32;
+const HEADER = 16;
+const CMD_EVAL = 0x003;
+const DT_STRING = 4;
+const RESP_OK = 0x10001;
+const RESP_ERR = 0x10002;
+
+export interface QapAnswer {
+  /** Length of the response payload (bytes). */
+  readonly length: number;
+  readonly payload: Buffer;
+}
+
+/** One QAP1 connection: one request in flight at a time. */
+export class QapClient {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private waiter: { need: number; resolve: (b: Buffer) => void; reject: (e: Error) => void } | undefined;
+  private failure: Error | undefined;
+
+  private constructor(private readonly socket: net.Socket) {
+    socket.setNoDelay(true);
+    socket.on("data", (chunk: Buffer) => {
+      this.chunks.push(chunk);
+      this.buffered += chunk.length;
+      this.pump();
+    });
+    const fail = (e: Error) => {
+      this.failure = e;
+      const w = this.waiter;
+      this.waiter = undefined;
+      w?.reject(e);
+    };
+    socket.on("error", fail);
+    socket.on("close", () => fail(new Error("Rserve connection closed")));
+  }
+
+  /** Connects and reads the 32-byte ID string (`Rsrv0103QAP1...`). */
+  static async connect(port: number): Promise<QapClient> {
+    const socket = net.connect({ host: "127.0.0.1", port });
+    await new Promise<void>((resolve, reject) => {
+      socket.once("connect", resolve);
+      socket.once("error", reject);
+    });
+    const client = new QapClient(socket);
+    const id = (await client.read(ID_LENGTH)).toString("latin1");
+    if (!id.startsWith("Rsrv") || !id.includes("QAP1")) throw new Error(`not an Rserve QAP1 server: ${JSON.stringify(id)}`);
+    return client;
+  }
+
+  /** CMD_eval with one DT_STRING parameter; resolves when the whole answer has arrived. */
+  async eval(expression: string): Promise<QapAnswer> {
+    const text = Buffer.from(expression, "utf8");
+    const padded = (text.length + 1 + 3) & ~3; // NUL-terminated, padded to 4 bytes
+    const message = Buffer.alloc(HEADER + 4 + padded);
+    message.writeInt32LE(CMD_EVAL, 0);
+    message.writeUInt32LE(4 + padded, 4);
+    message.writeUInt32LE(DT_STRING | (padded << 8), HEADER);
+    text.copy(message, HEADER + 4);
+    this.socket.write(message);
+    const header = await this.read(HEADER);
+    const cmd = header.readInt32LE(0);
+    const length = header.readUInt32LE(4) + header.readUInt32LE(12) * 2 ** 32;
+    const payload = length > 0 ? await this.read(length) : Buffer.alloc(0);
+    if (cmd !== RESP_OK) {
+      const status = (cmd >>> 24) & 0x7f;
+      throw new Error((cmd & 0xffffff) === RESP_ERR ? `Rserve error status 0x${status.toString(16)} for ${expression}` : `unexpected Rserve response 0x${cmd.toString(16)}`);
+    }
+    return { length, payload };
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.socket.destroyed) return resolve();
+      this.socket.once("close", () => resolve());
+      this.socket.end();
+    });
+  }
+
+  private read(need: number): Promise<Buffer> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      this.waiter = { need, resolve, reject };
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    const w = this.waiter;
+    if (!w || this.buffered < w.need) return;
+    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.buffered);
+    const out = all.subarray(0, w.need);
+    const rest = all.subarray(w.need);
+    this.chunks = rest.length > 0 ? [rest] : [];
+    this.buffered = rest.length;
+    this.waiter = undefined;
+    w.resolve(out);
+  }
+}
+
+/** A free loopback port (bound then released). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const live = new Set<number>();
+process.on("exit", () => {
+  for (const pgid of live) killGroup(pgid, "SIGKILL");
+});
+
+function killGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Rserve running in the foreground of its own process group; connections are forks of it. */
+export class RserveProcess {
+  private constructor(readonly port: number, private readonly child: ChildProcess, private log: string) {}
+
+  /** Starts Rserve with jsonlite loaded beforehand (so forks share it, as the R server process does). */
+  static async start(timeoutMs = 20_000): Promise<RserveProcess> {
+    const port = await freePort();
+    const script = `suppressMessages(library(jsonlite)); Rserve::run.Rserve(port=${port}L, remote=FALSE, qap=TRUE)`;
+    const child = spawn("Rscript", ["--no-save", "-e", script], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    if (child.pid === undefined) throw new Error("could not spawn Rscript");
+    live.add(child.pid);
+    const rs = new RserveProcess(port, child, "");
+    child.stdout?.on("data", (d: Buffer) => (rs.log += d.toString()));
+    child.stderr?.on("data", (d: Buffer) => (rs.log += d.toString()));
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`Rserve exited (${child.exitCode}): ${rs.log}`);
+      try {
+        const c = await QapClient.connect(port);
+        await c.close();
+        return rs;
+      } catch {
+        if (Date.now() > deadline) {
+          await rs.stop();
+          throw new Error(`Rserve did not answer on port ${port}: ${rs.log}`);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
+  /** TERM to the whole group (Rserve and its forked connections), KILL after 3 s. */
+  async stop(): Promise<void> {
+    const pid = this.child.pid!;
+    if (!live.has(pid)) return;
+    const exited = new Promise<void>((resolve) => (this.child.exitCode !== null || this.child.signalCode !== null ? resolve() : this.child.once("exit", () => resolve())));
+    killGroup(pid, "SIGTERM");
+    const timer = setTimeout(() => killGroup(pid, "SIGKILL"), 3000);
+    await exited;
+    clearTimeout(timer);
+    killGroup(pid, "SIGKILL"); // forked children left in the group
+    live.delete(pid);
+  }
+}

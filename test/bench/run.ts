@@ -1,0 +1,50 @@
+/**
+ * `npm run bench`: the R service against Rserve and the network catalogue against raw LevelDB, each
+ * figure beside a reference measured in the same run.
+ *
+ *   BENCH_QUICK=1         small counts, 100 MB files (smoke run)
+ *   BENCH_ONLY=r|networks one part only
+ */
+import os from "node:os";
+import { cleanupAll } from "./cleanup.js";
+import { runNetworksBench } from "./networks-bench.js";
+import { runRBench } from "./r-bench.js";
+import { render, type Section } from "./report.js";
+
+const quick = ["1", "true", "yes"].includes((process.env.BENCH_QUICK ?? "").toLowerCase());
+const only = process.env.BENCH_ONLY ?? "";
+if (only !== "" && only !== "r" && only !== "networks") {
+  console.error(`BENCH_ONLY must be r or networks, not ${JSON.stringify(only)}`);
+  process.exit(2);
+}
+
+let interrupted = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    interrupted = true;
+    console.error(`\n${signal}: cleaning up…`);
+    void cleanupAll().finally(() => process.exit(130));
+  });
+}
+
+const started = performance.now();
+const log = (line: string) => console.error(`[${((performance.now() - started) / 1000).toFixed(1)}s] ${line}`);
+const cpu = os.cpus()[0]?.model ?? "?";
+console.log(`# rock benchmarks${quick ? " (BENCH_QUICK)" : ""} — node ${process.version}, ${os.cpus().length} × ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`);
+
+const sections: Section[] = [];
+let failed = false;
+try {
+  if (only !== "networks") for (const s of await runRBench({ quick, log })) console.log(render(s)), sections.push(s);
+  if (only !== "r") for (const s of await runNetworksBench({ quick, log })) console.log(render(s)), sections.push(s);
+} catch (e) {
+  failed = true;
+  if (!interrupted) console.error(e);
+} finally {
+  await cleanupAll();
+}
+const fails = sections.flatMap((s) => s.rows.filter((r) => r.verdict === "FAIL").map((r) => `${s.title}: ${r.figure}`));
+console.log(`\nTargets: ${sections.flatMap((s) => s.rows).filter((r) => r.verdict === "pass").length} pass, ${fails.length} fail${fails.length ? "\n  - " + fails.join("\n  - ") : ""}`);
+console.log(`Done in ${((performance.now() - started) / 1000).toFixed(0)} s.`);
+// Benchmarks report figures; only an error in the run itself makes the exit code non-zero.
+process.exit(failed ? 1 : 0);
