@@ -4,6 +4,7 @@ import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@conn
 import { HttpBodySchema, type HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
 import { PackageMatrixSchema, type RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import type { PackageManager } from "../r/packages/index.js";
+import { negotiate, OCTET_STREAM } from "../r/negotiate.js";
 import { setHttpStatus } from "../server/rest-hints.js";
 
 export type PackageHandlers = Pick<
@@ -32,12 +33,8 @@ export type PackageOperations = Pick<
   | "remove"
 >;
 
-const OCTET_STREAM = "application/octet-stream";
-
-/** R serialization only when the client lists it first (or alone); JSON otherwise (reference §1.2). */
-export function wantsSerialized(accept: string): boolean {
-  const first = accept.split(",")[0]?.split(";")[0]?.trim().toLowerCase();
-  return first === OCTET_STREAM;
+function wantsSerialized(accept: string): boolean {
+  return negotiate(accept) === "rds";
 }
 
 function serialized(data: Uint8Array): HttpBody {

@@ -8,7 +8,7 @@ import {
   validateGitRef,
   validatePackageName,
 } from "../../src/r/packages/index.js";
-import { wantsSerialized } from "../../src/rservice/packages.js";
+import { negotiate } from "../../src/r/negotiate.js";
 
 function codeOf(fn: () => unknown): Code | undefined {
   try {
@@ -77,10 +77,10 @@ describe("package validation", () => {
   });
 
   it("answers R serialization only when application/octet-stream comes first", () => {
-    expect(wantsSerialized("application/octet-stream")).to.equal(true);
-    expect(wantsSerialized("Application/Octet-Stream; q=1, application/json")).to.equal(true);
-    expect(wantsSerialized("application/json, application/octet-stream")).to.equal(false);
-    expect(wantsSerialized("*/*")).to.equal(false);
-    expect(wantsSerialized("")).to.equal(false);
+    expect(negotiate("application/octet-stream")).to.equal("rds");
+    expect(negotiate("Application/Octet-Stream; q=1, application/json")).to.equal("rds");
+    expect(negotiate("application/json, application/octet-stream")).to.equal("json");
+    expect(negotiate("*/*")).to.equal("json");
+    expect(negotiate("")).to.equal("json");
   });
 });
