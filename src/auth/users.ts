@@ -5,6 +5,8 @@ import { sha256, verifySecret } from "./secrets.js";
 /** How long a verified name/password pair skips the (deliberately slow) hash check. */
 const CACHE_TTL_MS = 5 * 60_000;
 const CACHE_MAX = 10_000;
+/** A well-formed bcrypt hash (cost 10) that no known password matches. */
+const UNKNOWN_USER_SECRET = "{bcrypt}$2b$10$DVvE5haT7og8pbyI6tAvfOZM.p3m0oaKoolo6b39SuDeYun2Feuxb";
 
 /**
  * The configured users. Verified credentials are cached by a digest of name and password (never the
@@ -24,8 +26,8 @@ export class UserDirectory {
     const now = Date.now();
     if (hit && hit.until > now) return hit.caller;
     const user = this.users.get(name);
-    // Unknown users still pay a comparison so that timing does not tell which names exist.
-    const ok = await verifySecret(user?.secret ?? "{noop}\u0000unknown-user", password);
+    // Unknown users pay a bcrypt comparison too, so that timing does not tell which names exist.
+    const ok = await verifySecret(user?.secret ?? UNKNOWN_USER_SECRET, password);
     if (!user || !ok) return undefined;
     const caller: Caller = { name: user.name, roles: new Set(user.roles) };
     if (this.verified.size >= CACHE_MAX) this.verified.clear();
