@@ -2,6 +2,8 @@ import { expect } from "chai";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import fs from "node:fs";
+import * as grpcJs from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
 import os from "node:os";
 import path from "node:path";
 import { NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
@@ -60,6 +62,28 @@ describe("one port, every protocol", function () {
       expect(res.network?.name[0]?.value).to.equal("Proto Net");
     });
   }
+
+  it("answers a grpc-js client loaded at run time from the .proto files (@grpc/proto-loader)", async () => {
+    const definition = await protoLoader.load("rock/networks/v1/networks.proto", {
+      includeDirs: [path.resolve("proto"), path.resolve(".protodeps")],
+      keepCase: false,
+      defaults: true,
+    });
+    const pkg = grpcJs.loadPackageDefinition(definition) as unknown as {
+      rock: { networks: { v1: { NetworkService: grpcJs.ServiceClientConstructor } } };
+    };
+    const client = new pkg.rock.networks.v1.NetworkService(`127.0.0.1:${server.port}`, grpcJs.credentials.createInsecure());
+    try {
+      const res = await new Promise<{ network: { id: string } }>((resolve, reject) =>
+        client["getNetwork"]!({ id: "pn" }, metadataFor("editor"), (err: grpcJs.ServiceError | null, r: { network: { id: string } }) =>
+          err ? reject(err) : resolve(r),
+        ),
+      );
+      expect(res.network.id).to.equal("pn");
+    } finally {
+      client.close();
+    }
+  });
 
   it("maps errors to the same codes in every protocol", async () => {
     const res = await rest(server.url, "GET", "/ws/draft/network/nope", { user: "editor" });
