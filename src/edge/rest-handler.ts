@@ -2,7 +2,7 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import { create, type Message } from "@bufbuild/protobuf";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { createContextValues, createHandlerContext, type Interceptor } from "@connectrpc/connect";
+import { createContextValues, createHandlerContext, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { invokeUnaryImplementation, transformInvokeImplementation } from "@connectrpc/connect/protocol";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
@@ -42,6 +42,7 @@ export interface RestEdgeOptions {
  * transport hop), and writes the answer. Raw bodies (HttpBody) stay bytes both ways.
  */
 type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
+type HandlerContextController = HandlerContext & { abort(reason?: unknown): void };
 
 export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
   const interceptors = [...opts.interceptors];
@@ -65,27 +66,36 @@ export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
       return send(res, { ...e, headers: { ...e.headers, allow: found.allowed.join(", ") } });
     }
     const { route, vars } = found;
-    const requestHeader = toHeaders(req.headers);
-    const parts: RequestParts = {
-      vars,
-      query: q < 0 ? undefined : new URLSearchParams(rawUrl.slice(q + 1)),
-      header: (name) => requestHeader.get(name) ?? undefined,
-    };
-    const abort = new AbortController();
-    res.once("close", () => abort.abort(new ConnectError("client went away", Code.Canceled)));
-    const baseUrl = `http://${requestHeader.get("host") ?? req.headers[":authority"] ?? "localhost"}`;
+    const host = (req.headers.host ?? req.headers[":authority"] ?? "localhost") as string;
+    const baseUrl = `http://${host}`;
     const context = createHandlerContext({
       service: route.spec.method.parent,
       method: route.spec.method,
       protocolName: "rest",
       requestMethod: httpMethod,
       url: baseUrl + rawUrl,
-      requestHeader,
+      requestHeader: headerRecord(req.headers),
       contextValues: createContextValues(),
-      requestSignal: abort.signal,
       shutdownSignal: opts.shutdownSignal,
     });
+    const parts: RequestParts = {
+      vars,
+      query: q < 0 ? undefined : new URLSearchParams(rawUrl.slice(q + 1)),
+      header: (name) => context.requestHeader.get(name) ?? undefined,
+    };
+    // The handler's signal fires when the client leaves early, and (as in Connect's own handlers)
+    // when the call is over, which also unhooks it from the shutdown signal.
+    res.once("close", () => {
+      if (!context.signal.aborted) context.abort(new ConnectError("client went away", Code.Canceled));
+    });
+    try {
+      await dispatch(req, res, route, parts, context, baseUrl);
+    } finally {
+      context.abort();
+    }
+  }
 
+  async function dispatch(req: Req, res: Res, route: Route, parts: RequestParts, context: HandlerContextController, baseUrl: string): Promise<void> {
     switch (route.spec.kind) {
       case "unary": {
         const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
@@ -184,13 +194,14 @@ function contentTypeOf(req: Req): string {
   return (req.headers["content-type"] as string | undefined) ?? "";
 }
 
-function toHeaders(h: http.IncomingHttpHeaders): Headers {
-  const out = new Headers();
+/** Node's headers as Connect takes them (it builds its own Headers from this). */
+function headerRecord(h: http.IncomingHttpHeaders): [string, string][] {
+  const out: [string, string][] = [];
   for (const k in h) {
     if (k.charCodeAt(0) === 58 /* ':' pseudo-headers of HTTP/2 */) continue;
     const v = h[k];
-    if (Array.isArray(v)) for (const x of v) out.append(k, x);
-    else if (v !== undefined) out.set(k, v);
+    if (Array.isArray(v)) for (const x of v) out.push([k, x]);
+    else if (v !== undefined) out.push([k, v]);
   }
   return out;
 }
