@@ -5,13 +5,13 @@ import { diffDocuments } from "./diff.js";
 import { normalizeDocument } from "./document.js";
 import { acronymFromName, baseId, firstFreeId, isValidId } from "./ids.js";
 import { KeyedMutex } from "./keyed-mutex.js";
-import { planList, runList, sortItems, type Indexed, type ListParams, type ListResult } from "./listing.js";
+import { CatalogIndex, type Indexed } from "./catalog-index.js";
+import { planList, runList, type ListParams, type ListResult } from "./listing.js";
 import type { NetworkDocument, NetworkInput, NetworkRecord, NetworkState, RevisionRecord, RevisionStatus } from "./model.js";
 import { indexEntryOf } from "./search-entry.js";
 import { dayStart, issueShareKey, shareKeyGrants } from "./share-key.js";
 import * as machine from "./state-machine.js";
 import { NetworkStore } from "./store.js";
-import { WordIndex } from "./word-index.js";
 
 export interface CatalogOptions {
   /** The clock; tests move it to expire share keys. */
@@ -40,9 +40,8 @@ export class NetworkCatalog {
   /** Ids handed out to creations that are not committed yet, so two creations never share one. */
   private readonly reserved = new Set<string>();
   private readonly locks = new KeyedMutex();
-  private readonly words = new WordIndex();
-  /** Mirror in list orders already asked for; any change of the mirror empties it. */
-  private readonly sorted = new Map<string, Indexed[]>();
+  /** Lookups for listing and search, changed together with the mirror and only with it. */
+  private readonly index = new CatalogIndex(this.mirror);
 
   private constructor(
     private readonly store: NetworkStore,
@@ -72,18 +71,18 @@ export class NetworkCatalog {
     return this.store.close();
   }
 
-  /** Puts a committed network in the mirror and its words in the word index. */
+  /** Puts a committed network in the mirror and in the index. */
   private show(item: Indexed): void {
     this.hide(item.record.document.id);
     this.mirror.set(item.record.document.id, item);
-    this.words.add(item.entry.id, item.entry.words);
+    this.index.add(item);
   }
 
   private hide(id: string): void {
     const old = this.mirror.get(id);
-    if (old) this.words.remove(id, old.entry.words);
+    if (!old) return;
+    this.index.remove(old);
     this.mirror.delete(id);
-    this.sorted.clear();
   }
 
   private now(): string {
@@ -179,10 +178,7 @@ export class NetworkCatalog {
   /** Refused while another network includes this one (409 `{"network":[ids]}`). */
   delete(id: string): Promise<void> {
     return this.change(id, async () => {
-      const referrers = [...this.mirror.values()]
-        .filter((m) => m.record.document.id !== id && m.record.document.networkIds.includes(id))
-        .map((m) => m.record.document.id)
-        .sort();
+      const referrers = [...this.index.fields.withValues("networkIds", [id])].filter((other) => other !== id).sort();
       if (referrers.length > 0) {
         throw errorWithBody(Code.AlreadyExists, `Network ${id} is included in: ${referrers.join(", ")}`, { network: referrers });
       }
@@ -222,11 +218,9 @@ export class NetworkCatalog {
     return diffDocuments(l.document, r.document);
   }
 
+  /** Synchronous on purpose: the index sets a query looks up cannot change while it runs. */
   list(params: ListParams): ListResult {
-    const plan = planList(params, this.words);
-    let sorted = this.sorted.get(plan.orderName);
-    if (!sorted) this.sorted.set(plan.orderName, (sorted = sortItems(this.mirror.values(), plan)));
-    return runList(plan, sorted);
+    return runList(planList(params), this.mirror, this.index);
   }
 
   /** Recomputes the index entry of one network from its stored document and state. */
@@ -240,6 +234,10 @@ export class NetworkCatalog {
     });
   }
 
+  /**
+   * Recomputes every stored index entry from its document, then rebuilds the in-memory lookups from
+   * the mirror in one synchronous step, so that nothing derived from an earlier state survives.
+   */
   async rebuildIndex(): Promise<void> {
     for (const id of [...this.mirror.keys()]) {
       // A network deleted while the rebuild runs has nothing left to index.
@@ -247,6 +245,7 @@ export class NetworkCatalog {
         if (!(e instanceof ConnectError && e.code === Code.NotFound)) throw e;
       });
     }
+    this.index.rebuild();
   }
 
   shareKey(id: string, expire: string): string {

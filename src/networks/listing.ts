@@ -1,15 +1,12 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { LIST_FILTERS, SortedOrder, sortKeyOf, type CatalogIndex, type Indexed, type ListFilter } from "./catalog-index.js";
 import type { NetworkRecord } from "./model.js";
-import { parseRql, RqlSyntaxError } from "./rql.js";
-import type { IndexEntry } from "./search-entry.js";
-import { compileQuery, RqlQueryError, type EntryPredicate } from "./search-query.js";
-import { fold } from "./text.js";
-import type { WordIndex } from "./word-index.js";
+import { parseRql, RqlSyntaxError, type RqlCall } from "./rql.js";
+import { compileQuery, RqlQueryError, type CompiledQuery, type QueryIndex } from "./search-query.js";
+
+export { LIST_FILTERS, type Indexed, type ListFilter } from "./catalog-index.js";
 
 /** List parameters of the contract and reference §2.5, validated once into a plan. */
-
-export const LIST_FILTERS = ["ALL", "PUBLISHED", "UNDER_REVIEW", "IN_EDITION", "TO_DELETE"] as const;
-export type ListFilter = (typeof LIST_FILTERS)[number];
 
 export interface ListParams {
   readonly study?: string;
@@ -22,18 +19,13 @@ export interface ListParams {
   readonly filter?: string;
 }
 
-export interface Indexed {
-  readonly record: NetworkRecord;
-  readonly entry: IndexEntry;
-}
-
-type SortKey = (item: Indexed) => string | undefined;
-
 export interface ListPlan {
-  readonly accept: (item: Indexed) => boolean;
-  /** Names the order (`<sort>|<asc or desc>`), so that sorted lists can be reused between queries. */
-  readonly orderName: string;
-  readonly sortKey: SortKey;
+  readonly filter: ListFilter;
+  readonly excluded: ReadonlySet<string>;
+  readonly study?: string;
+  /** Parsed only: it is compiled against the index when the list runs. */
+  readonly query?: RqlCall;
+  readonly sort: string;
   readonly descending: boolean;
   readonly from: number;
   readonly limit?: number;
@@ -43,56 +35,39 @@ function invalid(message: string): never {
   throw new ConnectError(message, Code.InvalidArgument);
 }
 
-const FILTERS: Record<ListFilter, (r: NetworkRecord) => boolean> = {
-  ALL: () => true,
-  PUBLISHED: (r) => r.state.publishedTag !== undefined,
-  UNDER_REVIEW: (r) => r.state.revisionStatus === "UNDER_REVIEW",
-  IN_EDITION: (r) => r.state.publishedTag !== undefined && r.state.revisionsAhead > 0,
-  TO_DELETE: (r) => r.state.revisionStatus === "DELETED",
-};
-
-function sortKeyOf(sort: string): SortKey {
-  if (sort === "id") return (i) => i.record.document.id;
-  if (sort === "lastModifiedDate") return (i) => i.record.state.lastUpdate;
-  const localized = /^(name|acronym)\.(.+)$/.exec(sort);
-  if (!localized) invalid(`sort must be id, name.<lang>, acronym.<lang> or lastModifiedDate, not "${sort}"`);
-  const [, field, lang] = localized as unknown as [string, "name" | "acronym", string];
-  return (i) => {
-    const value = i.record.document[field].find((l) => l.lang === lang)?.value;
-    return value === undefined ? undefined : fold(value);
-  };
-}
-
-export function compileRql(query: string, words?: WordIndex): EntryPredicate {
+function parseQuery(query: string): RqlCall {
   try {
-    return compileQuery(parseRql(query), words);
+    return parseRql(query);
   } catch (e) {
-    if (e instanceof RqlSyntaxError || e instanceof RqlQueryError) invalid(`Invalid query: ${e.message}`);
+    if (e instanceof RqlSyntaxError) invalid(`Invalid query: ${e.message}`);
     throw e;
   }
 }
 
-/** `words` indexes exactly the entries the plan will be run on (see compileQuery). */
-export function planList(params: ListParams, words?: WordIndex): ListPlan {
-  const filterName = params.filter ?? "ALL";
-  if (!(LIST_FILTERS as readonly string[]).includes(filterName)) invalid(`filter must be one of ${LIST_FILTERS.join(", ")}`);
+function compile(query: RqlCall, index: QueryIndex): CompiledQuery {
+  try {
+    return compileQuery(query, index);
+  } catch (e) {
+    if (e instanceof RqlQueryError) invalid(`Invalid query: ${e.message}`);
+    throw e;
+  }
+}
+
+export function planList(params: ListParams): ListPlan {
+  const filter = params.filter ?? "ALL";
+  if (!(LIST_FILTERS as readonly string[]).includes(filter)) invalid(`filter must be one of ${LIST_FILTERS.join(", ")}`);
   const order = (params.order ?? "asc").toLowerCase();
   if (order !== "asc" && order !== "desc") invalid(`order must be asc or desc, not "${params.order}"`);
   if (params.limit !== undefined && params.limit < 0) invalid("limit must not be negative");
   if (params.from !== undefined && params.from < 0) invalid("from must not be negative");
-  const byState = FILTERS[filterName as ListFilter];
-  const excluded = new Set((params.exclude ?? []).flatMap((e) => e.split(",")).map((e) => e.trim()).filter((e) => e !== ""));
-  const study = params.study;
-  const query = params.query?.trim() ? compileRql(params.query, words) : undefined;
   const sort = params.sort ?? "id";
+  if (!sortKeyOf(sort)) invalid(`sort must be id, name.<lang>, acronym.<lang> or lastModifiedDate, not "${sort}"`);
   return {
-    accept: (item) =>
-      !excluded.has(item.record.document.id) &&
-      byState(item.record) &&
-      (study === undefined || item.record.document.studyIds.includes(study)) &&
-      (query === undefined || query(item.entry)),
-    orderName: `${sort}|${order}`,
-    sortKey: sortKeyOf(sort),
+    filter: filter as ListFilter,
+    excluded: new Set((params.exclude ?? []).flatMap((e) => e.split(",")).map((e) => e.trim()).filter((e) => e !== "")),
+    ...(params.study !== undefined ? { study: params.study } : {}),
+    ...(params.query?.trim() ? { query: parseQuery(params.query) } : {}),
+    sort,
     descending: order === "desc",
     from: params.from ?? 0,
     ...(params.limit !== undefined ? { limit: params.limit } : {}),
@@ -104,30 +79,63 @@ export interface ListResult {
   readonly total: number;
 }
 
-/** Documents without a value for the sort key come last in both orders; ties go by id. */
-export function sortItems(items: Iterable<Indexed>, plan: ListPlan): Indexed[] {
-  const keyed = [...items].map((item) => ({ key: plan.sortKey(item), id: item.record.document.id, item }));
-  const sign = plan.descending ? -1 : 1;
-  keyed.sort((a, b) => {
-    if (a.key !== b.key) {
-      if (a.key === undefined) return 1;
-      if (b.key === undefined) return -1;
-      return a.key < b.key ? -sign : sign;
+// Up to this many matches are sorted on their own; more are read off the maintained order, which
+// costs one set lookup per network passed (and stops once the page is full).
+const SORT_ALONE = 64;
+
+/**
+ * Runs a plan over the mirror with the index kept in step with it. Candidates come from the most
+ * selective of the filter set, the study set and the query's lookups; only what the lookups could
+ * not answer is tested per entry, and only the page's records are handed out.
+ */
+export function runList(plan: ListPlan, mirror: ReadonlyMap<string, Indexed>, index: CatalogIndex): ListResult {
+  const query = plan.query ? compile(plan.query, index) : undefined;
+  const required: ReadonlySet<string>[] = [];
+  const filtered = index.filtered(plan.filter);
+  if (filtered) required.push(filtered);
+  if (plan.study !== undefined) required.push(index.withStudy(plan.study));
+  if (query?.candidates) required.push(query.candidates);
+  const test = query && !query.exact ? query.test : undefined;
+  const end = plan.limit === undefined ? Infinity : plan.from + plan.limit;
+
+  if (required.length === 0 && !test) {
+    // Nothing selects: the order itself is the list, less the exclusions.
+    let excludedPresent = 0;
+    for (const id of plan.excluded) if (mirror.has(id)) excludedPresent++;
+    return { page: pageOf(plan, mirror, index, (id) => !plan.excluded.has(id), end), total: mirror.size - excludedPresent };
+  }
+
+  required.sort((a, b) => a.size - b.size);
+  const [smallest, ...others] = required;
+  let matches: ReadonlySet<string>;
+  if (smallest && others.length === 0 && !test && plan.excluded.size === 0) {
+    // One exact set answers the whole question: read it as is.
+    matches = smallest;
+  } else {
+    const selected = new Set<string>();
+    for (const id of smallest ?? mirror.keys()) {
+      if (plan.excluded.has(id) || !others.every((s) => s.has(id))) continue;
+      if (test && !test(mirror.get(id)!.entry)) continue;
+      selected.add(id);
     }
-    return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-  });
-  return keyed.map((k) => k.item);
+    matches = selected;
+  }
+  if (matches.size <= SORT_ALONE) {
+    // A throwaway order of the matches alone: the maintained one is neither needed nor created.
+    const sorted = [...new SortedOrder(sortKeyOf(plan.sort)!, plan.descending, [...matches].map((id) => mirror.get(id)!.record)).ids()];
+    return { page: sorted.slice(plan.from, end).map((id) => mirror.get(id)!.record), total: matches.size };
+  }
+  return { page: pageOf(plan, mirror, index, (id) => matches.has(id), end), total: matches.size };
 }
 
-/** `sorted` must be in the plan's order (sortItems). */
-export function runList(plan: ListPlan, sorted: readonly Indexed[]): ListResult {
-  const end = plan.limit === undefined ? Infinity : plan.from + plan.limit;
+function pageOf(plan: ListPlan, mirror: ReadonlyMap<string, Indexed>, index: CatalogIndex, accept: (id: string) => boolean, end: number): NetworkRecord[] {
   const page: NetworkRecord[] = [];
-  let total = 0;
-  for (const item of sorted) {
-    if (!plan.accept(item)) continue;
-    if (total >= plan.from && total < end) page.push(item.record);
-    total++;
+  if (end <= plan.from) return page;
+  let seen = 0;
+  for (const id of index.order(plan.sort, plan.descending).ids()) {
+    if (!accept(id)) continue;
+    if (seen >= plan.from) page.push(mirror.get(id)!.record);
+    if (++seen >= end) break;
   }
-  return { page, total };
+  return page;
 }

@@ -52,10 +52,20 @@ export function indexEntryOf({ document: doc, state }: NetworkRecord): IndexEntr
 const LEAVES = new Set(["id", "studyIds", "networkIds", "published", "revisionStatus", "revisionsAhead", "lastModifiedDate"]);
 const LOCALIZED_LEAF = /^(name|acronym|description)\.[^.]+$/;
 
+/** Whether a query path can have values below it (`model.a` can, `name.en` and `id` cannot). */
+export function isLeafPath(path: string): boolean {
+  return LEAVES.has(path) || LOCALIZED_LEAF.test(path);
+}
+
+/** Whether the values of entry field `field` are among those of query path `path` (see valuesAt). */
+export function covers(path: string, field: string): boolean {
+  return field === path || (field.startsWith(`${path}.`) && !isLeafPath(path));
+}
+
 /** Values under a query path: the path itself and everything below it (`name` covers `name.en`). */
 export function valuesAt(entry: IndexEntry, path: string): readonly IndexScalar[] {
   const exact = entry.fields[path];
-  if (LEAVES.has(path) || LOCALIZED_LEAF.test(path)) return exact ?? [];
+  if (isLeafPath(path)) return exact ?? [];
   const below = `${path}.`;
   const out: IndexScalar[] = exact ? [...exact] : [];
   for (const key in entry.fields) if (key.startsWith(below)) out.push(...entry.fields[key]!);

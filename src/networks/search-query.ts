@@ -2,6 +2,8 @@ import type { IndexEntry, IndexScalar } from "./search-entry.js";
 import { foldedValuesAt, foldedWords, valuesAt } from "./search-entry.js";
 import { isCall, type RqlArg, type RqlCall, type RqlScalar, type RqlValue } from "./rql.js";
 import { fold } from "./text.js";
+import type { FieldIndex } from "./field-index.js";
+import { lowerBound } from "./sorted-keys.js";
 import type { WordIndex } from "./word-index.js";
 
 /**
@@ -62,18 +64,6 @@ function globRegExp(pattern: string): RegExp {
   return new RegExp(`^${body}$`, "s");
 }
 
-/** First index in the sorted `list` whose item is ≥ `word`. */
-function lowerBound(list: readonly string[], word: string): number {
-  let lo = 0;
-  let hi = list.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (list[mid]! < word) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /** One search word: a plain word or `heal*` matches word prefixes; an inner `*` is a wildcard. */
 function wordMatcher(term: string): (sorted: readonly string[]) => boolean {
   const stem = term.replace(/\*+$/, "");
@@ -88,63 +78,114 @@ function wordMatcher(term: string): (sorted: readonly string[]) => boolean {
 }
 
 /** The same word rule answered by the inverted index: the ids that have such a word. */
-function wordIds(words: WordIndex, term: string): Set<string> {
+function wordIds(words: WordIndex, term: string): ReadonlySet<string> {
   const stem = term.replace(/\*+$/, "");
   if (!stem.includes("*")) return words.withPrefix(stem);
   const re = globRegExp(term.endsWith("*") ? term : `${term}*`);
-  return words.matching((w) => re.test(w));
+  return words.matching(literalPrefix(stem), (w) => re.test(w));
 }
 
-function matchPredicate(call: RqlCall, words: WordIndex | undefined): EntryPredicate {
+/** The text before the first `*` of a pattern: every match starts with it. */
+function literalPrefix(pattern: string): string {
+  const star = pattern.indexOf("*");
+  return star < 0 ? pattern : pattern.slice(0, star);
+}
+
+/**
+ * A compiled (sub)query. `ids`, when set, holds every id that may match (a superset, or exactly the
+ * matches when `exact`); undefined means only visiting every entry can tell. An exact node's `test`
+ * is a set lookup, so enclosing `not`/`and`/`or` never re-derive what the index already answered.
+ */
+interface Node {
+  readonly test: EntryPredicate;
+  readonly ids?: ReadonlySet<string>;
+  readonly exact: boolean;
+}
+
+const scan = (test: EntryPredicate): Node => ({ test, exact: false });
+
+function indexed(ids: ReadonlySet<string>): Node {
+  return { test: (e) => ids.has(e.id), ids, exact: true };
+}
+
+function intersection(sets: readonly ReadonlySet<string>[]): ReadonlySet<string> {
+  const [smallest, ...others] = [...sets].sort((a, b) => a.size - b.size);
+  if (others.length === 0) return smallest!;
+  const out = new Set<string>();
+  for (const id of smallest!) if (others.every((s) => s.has(id))) out.add(id);
+  return out;
+}
+
+function union(sets: readonly ReadonlySet<string>[]): ReadonlySet<string> {
+  if (sets.length === 1) return sets[0]!;
+  const out = new Set<string>();
+  for (const s of sets) for (const id of s) out.add(id);
+  return out;
+}
+
+function matchNode(call: RqlCall, index: QueryIndex | undefined): Node {
   arity(call, 1, 2);
   const field = call.args.length === 2 ? fieldArg(call, call.args[0]) : undefined;
   const text = String(scalarArg(call, call.args[call.args.length - 1]));
   const terms = fold(text).split(/[^\p{L}\p{N}*]+/u).filter((t) => t.replace(/\*/g, "") !== "");
   if (terms.length === 0) fail(call, "Expected words to match");
-  if (field === undefined && words) {
-    const sets = terms.map((t) => wordIds(words, t));
-    return (e) => sets.every((s) => s.has(e.id));
-  }
+  if (field === undefined && index) return indexed(intersection(terms.map((t) => wordIds(index.words, t))));
   const matchers = terms.map(wordMatcher);
-  if (field === undefined) return (e) => matchers.every((m) => m(e.words));
-  return (e) => {
+  if (field === undefined) return scan((e) => matchers.every((m) => m(e.words)));
+  return scan((e) => {
     const sorted = [...new Set(foldedWords(e, field))].sort();
     return matchers.every((m) => m(sorted));
-  };
+  });
 }
 
-function compileCall(call: RqlCall, words: WordIndex | undefined): EntryPredicate {
+function compileCall(call: RqlCall, index: QueryIndex | undefined): Node {
   switch (call.op) {
     case "and":
     case "or": {
       const parts = call.args.map((a) => {
         if (!isCall(a)) fail(call, "Expected queries as arguments");
-        return compileCall(a, words);
+        return compileCall(a, index);
       });
-      return call.op === "and" ? (e) => parts.every((p) => p(e)) : (e) => parts.some((p) => p(e));
+      const tests = parts.map((p) => p.test);
+      if (call.op === "and") {
+        const test: EntryPredicate = (e) => tests.every((t) => t(e));
+        const narrowing = parts.flatMap((p) => (p.ids ? [p.ids] : []));
+        if (narrowing.length === 0) return scan(test);
+        const ids = intersection(narrowing);
+        return parts.every((p) => p.exact) ? indexed(ids) : { test, ids, exact: false };
+      }
+      const test: EntryPredicate = (e) => tests.some((t) => t(e));
+      // One part that only a scan can answer makes the whole disjunction a scan.
+      if (!parts.every((p) => p.ids)) return scan(test);
+      const ids = union(parts.map((p) => p.ids!));
+      return parts.every((p) => p.exact) ? indexed(ids) : { test, ids, exact: false };
     }
     case "not": {
       arity(call, 1, 1);
       const inner = call.args[0]!;
       if (!isCall(inner)) fail(call, "Expected a query as argument");
-      const p = compileCall(inner, words);
-      return (e) => !p(e);
+      const p = compileCall(inner, index).test;
+      return scan((e) => !p(e));
     }
     case "eq":
     case "ne": {
       arity(call, 2, 2);
       const field = fieldArg(call, call.args[0]);
       const value = scalarArg(call, call.args[1]);
-      const hit: EntryPredicate = (e) => valuesAt(e, field).some((v) => same(v, value));
-      return call.op === "eq" ? hit : (e) => !hit(e);
+      const hit: Node = index
+        ? indexed(index.fields.withValues(field, [String(value)]))
+        : scan((e) => valuesAt(e, field).some((v) => same(v, value)));
+      return call.op === "eq" ? hit : scan((e) => !hit.test(e));
     }
     case "in":
     case "out": {
       arity(call, 2, 2);
       const field = fieldArg(call, call.args[0]);
       const values = listArg(call, call.args[1]);
-      const hit: EntryPredicate = (e) => valuesAt(e, field).some((v) => values.some((w) => same(v, w)));
-      return call.op === "in" ? hit : (e) => !hit(e);
+      const hit: Node = index
+        ? indexed(index.fields.withValues(field, values.map(String)))
+        : scan((e) => valuesAt(e, field).some((v) => values.some((w) => same(v, w))));
+      return call.op === "in" ? hit : scan((e) => !hit.test(e));
     }
     case "lt":
     case "le":
@@ -154,31 +195,59 @@ function compileCall(call: RqlCall, words: WordIndex | undefined): EntryPredicat
       const field = fieldArg(call, call.args[0]);
       const value = scalarArg(call, call.args[1]);
       const accept = { lt: (c: number) => c < 0, le: (c: number) => c <= 0, gt: (c: number) => c > 0, ge: (c: number) => c >= 0 }[call.op];
-      return (e) => valuesAt(e, field).some((v) => accept(order(v, value)));
+      const test: EntryPredicate = (e) => valuesAt(e, field).some((v) => accept(order(v, value)));
+      if (!index) return scan(test);
+      // The index keeps values as text, which hides whether `5` was a number: a value is a candidate
+      // when it passes as text or as a number, and the entry test settles which comparison applies.
+      const candidate = (k: string) => accept(order(k, value)) || (typeof value === "number" && accept(Number(k) - value));
+      return { test, ids: index.fields.withValueKeys(field, candidate), exact: false };
     }
     case "like": {
       arity(call, 2, 2);
       const field = fieldArg(call, call.args[0]);
-      const re = globRegExp(fold(String(scalarArg(call, call.args[1]))));
-      return (e) => foldedValuesAt(e, field).some((v) => re.test(v));
+      const pattern = fold(String(scalarArg(call, call.args[1])));
+      const re = globRegExp(pattern);
+      // A literal prefix (`heal*`) reads one key range of the sorted values; `*x*` reads them all,
+      // which is still one test per distinct value rather than per network.
+      if (index) return indexed(index.fields.withFolded(field, literalPrefix(pattern), (v) => re.test(v)));
+      return scan((e) => foldedValuesAt(e, field).some((v) => re.test(v)));
     }
     case "exists": {
       arity(call, 1, 2);
       const field = fieldArg(call, call.args[0]);
       const wanted = call.args.length === 2 ? scalarArg(call, call.args[1]) !== false : true;
-      return (e) => valuesAt(e, field).length > 0 === wanted;
+      if (index) {
+        const present = indexed(index.fields.withAnyValue(field));
+        return wanted ? present : scan((e) => !present.test(e));
+      }
+      return scan((e) => valuesAt(e, field).length > 0 === wanted);
     }
     case "match":
-      return matchPredicate(call, words);
+      return matchNode(call, index);
     default:
       return fail(call, `Unknown operator "${call.op}"`);
   }
 }
 
+/** What a query can look up instead of visiting entries; it must index exactly the entries queried. */
+export interface QueryIndex {
+  readonly words: WordIndex;
+  readonly fields: FieldIndex;
+}
+
+export interface CompiledQuery {
+  readonly test: EntryPredicate;
+  /** Every id that may match (exactly the matches when `exact`), or undefined when all must be tested. */
+  readonly candidates?: ReadonlySet<string>;
+  readonly exact: boolean;
+}
+
 /**
- * `words`, when given, must hold exactly the words of the entries the predicate will see: `match()`
- * then looks them up once per query instead of per entry.
+ * Without `index` the query is a predicate to run on every entry (the reference semantics). With it,
+ * lookups answer what they can at compile time; the sets answered stay valid only until the indexed
+ * entries change, so a compiled query must be run before any write is applied (list() is synchronous).
  */
-export function compileQuery(query: RqlCall, words?: WordIndex): EntryPredicate {
-  return compileCall(query, words);
+export function compileQuery(query: RqlCall, index?: QueryIndex): CompiledQuery {
+  const node = compileCall(query, index);
+  return { test: node.test, ...(node.ids ? { candidates: node.ids } : {}), exact: node.exact };
 }

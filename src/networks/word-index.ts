@@ -1,3 +1,5 @@
+import { SortedKeys } from "./sorted-keys.js";
+
 /**
  * In-memory inverted index of the folded words of names, acronyms and descriptions, so that
  * `match()` looks words up instead of visiting every network. Rebuilt from the index entries at
@@ -5,15 +7,14 @@
  */
 export class WordIndex {
   private readonly ids = new Map<string, Set<string>>();
-  /** The vocabulary in order, for prefix ranges; recomputed when a new word has arrived. */
-  private sorted: string[] | undefined;
+  private readonly vocabulary = new SortedKeys();
 
   add(id: string, words: readonly string[]): void {
     for (const w of words) {
       let set = this.ids.get(w);
       if (!set) {
         this.ids.set(w, (set = new Set()));
-        this.sorted = undefined;
+        this.vocabulary.added(w);
       }
       set.add(id);
     }
@@ -26,32 +27,39 @@ export class WordIndex {
       set.delete(id);
       if (set.size === 0) {
         this.ids.delete(w);
-        this.sorted = undefined;
+        this.vocabulary.removed(w);
       }
     }
   }
 
-  /** Ids having a word that starts with `stem`. */
-  withPrefix(stem: string): Set<string> {
-    const vocabulary = (this.sorted ??= [...this.ids.keys()].sort());
-    let lo = 0;
-    let hi = vocabulary.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (vocabulary[mid]! < stem) lo = mid + 1;
-      else hi = mid;
-    }
-    const out = new Set<string>();
-    for (let i = lo; i < vocabulary.length && vocabulary[i]!.startsWith(stem); i++) {
-      for (const id of this.ids.get(vocabulary[i]!)!) out.add(id);
-    }
-    return out;
+  clear(): void {
+    this.ids.clear();
+    this.vocabulary.reset();
   }
 
-  /** Ids having a word that the test accepts (wildcards inside a word). */
-  matching(test: (word: string) => boolean): Set<string> {
-    const out = new Set<string>();
-    for (const [w, set] of this.ids) if (test(w)) for (const id of set) out.add(id);
-    return out;
+  /** Ids having a word that starts with `stem`; read it before the next change (it may be live). */
+  withPrefix(stem: string): ReadonlySet<string> {
+    return this.union(this.vocabulary.withPrefix(stem, () => this.ids.keys()));
+  }
+
+  /** Ids having a word that starts with `prefix` and that the test accepts (wildcards inside a word). */
+  matching(prefix: string, test: (word: string) => boolean): ReadonlySet<string> {
+    const words = [...this.vocabulary.withPrefix(prefix, () => this.ids.keys())].filter(test);
+    return this.union(words);
+  }
+
+  // A single word's set is handed out as is: copying thousands of ids per query is the cost to avoid.
+  private union(words: Iterable<string>): ReadonlySet<string> {
+    let only: Set<string> | undefined;
+    let out: Set<string> | undefined;
+    for (const w of words) {
+      const set = this.ids.get(w)!;
+      if (out) for (const id of set) out.add(id);
+      else if (only) {
+        out = new Set(only);
+        for (const id of set) out.add(id);
+      } else only = set;
+    }
+    return out ?? only ?? new Set();
   }
 }

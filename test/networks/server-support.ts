@@ -1,0 +1,96 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import net from "node:net";
+import { fileURLToPath } from "node:url";
+import { startRock } from "../../src/compose.js";
+import type { Config } from "../../src/config/config.js";
+import { defaults } from "../../src/config/load.js";
+import { createLogger } from "../../src/server/logger.js";
+import { USERS } from "../support/server.js";
+
+/**
+ * Servers on a data folder the test owns (unlike startTestServer, stopping one keeps the folder), so
+ * that a second server can be started on what the first one left.
+ */
+
+export interface FolderServer {
+  readonly url: string;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/** The whole server in this process, on a free loopback port, R not started. */
+export async function startOnFolder(dataDir: string): Promise<FolderServer> {
+  const base = defaults();
+  const config: Config = { ...base, port: 0, host: "127.0.0.1", dataDir, users: USERS, r: { ...base.r, startOnBoot: false } };
+  const rock = await startRock(config, { logger: createLogger(true), announce: () => {} });
+  return { url: `http://127.0.0.1:${rock.port}`, port: rock.port, stop: () => rock.close() };
+}
+
+/** A port that was free a moment ago: main.ts binds ROCK_PORT as given, so 0 would hide the port. */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as net.AddressInfo;
+  server.close();
+  await once(server, "close");
+  return port;
+}
+
+const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
+
+export interface ServerProcess extends FolderServer {
+  readonly child: ChildProcess;
+  /** SIGKILL: no shutdown code runs, as in a crash. Resolves once the process is gone. */
+  kill(): Promise<void>;
+}
+
+/** The real server (`src/main.ts`) as a child process on `dataDir`; resolves once it answers. */
+export async function spawnServer(dataDir: string): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", MAIN], {
+    env: {
+      ...process.env,
+      ROCK_PORT: String(port),
+      ROCK_HOST: "127.0.0.1",
+      ROCK_DATA_DIR: dataDir,
+      ROCK_USERS: "cadmin:cadmin:catalog-administrator",
+      ROCK_R_START: "false",
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr!.setEncoding("utf8");
+  child.stderr!.on("data", (chunk: string) => (stderr += chunk));
+  const exited = once(child, "exit");
+  const gone = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGKILL");
+      await exited;
+    }
+  };
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderr}`);
+    const up = await fetch(`${url}/_info`).then((r) => r.ok, () => false);
+    if (up) break;
+    if (Date.now() > deadline) {
+      await gone();
+      throw new Error(`server did not answer on ${port}: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    port,
+    child,
+    kill: gone,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
