@@ -44,6 +44,9 @@ export interface RestEdgeOptions {
 type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 type HandlerContextController = HandlerContext & { abort(reason?: unknown): void };
 
+/** The abort reason of a call that ended normally: shared, since an abort without one builds a DOMException per call. */
+const CALL_ENDED = new ConnectError("call ended", Code.Canceled);
+
 export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
   const interceptors = [...opts.interceptors];
   return (req, anyRes) => {
@@ -91,7 +94,7 @@ export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
     try {
       await dispatch(req, res, route, parts, context, baseUrl);
     } finally {
-      context.abort();
+      context.abort(CALL_ENDED);
     }
   }
 
