@@ -41,7 +41,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
   try {
     const log = new ConsoleLog({ file: path.join(config.dataDir, "rserver.log"), maxBytes: config.r.logMaxBytes, files: config.r.logFiles });
     cleanups.push(() => log.close());
-    const engine = new REngine({ config: config.r, dataDir: config.dataDir, log });
+    const engine = new REngine({ config: config.r, dataDir: config.dataDir, log, ...(config.packages.library ? { library: config.packages.library } : {}) });
     cleanups.push(() => engine.close());
     const scratch = path.join(config.dataDir, "packages-tmp");
     fs.mkdirSync(scratch, { recursive: true });

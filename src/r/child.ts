@@ -19,11 +19,25 @@ interface Running {
   readonly frames: Frame[];
   /** Output text and markers (null) not released yet: text after a marker waits for that marker's frame. */
   readonly output: Array<string | null>;
+  /** R has read the request and evaluates it (its start marker came). */
+  started: boolean;
+  /** An interrupt asked for before the start marker, sent when it comes. */
+  interruptRequested: boolean;
 }
 
 const EVAL_MARKER = 0;
 const SYNC_MARKER = 1;
+/**
+ * R writes it when it starts evaluating a request larger than one socket read of R (ONE_READ bytes); a
+ * SIGINT for such a request waits for it. R waits for socket data with interrupts enabled, and a signal
+ * then would lose the part of the request R had read. A smaller request is read at once, so a signal
+ * can only land before any of it was read, and R keeps it for that request (see worker.R): no marker,
+ * no extra write per evaluation.
+ */
+const START_MARKER = 2;
 const DRAIN = encodeFrame("D");
+/** R reads a socket 4096 bytes at a time; room is left for a drain frame sent with the request. */
+const ONE_READ = 4096 - DRAIN.length;
 
 /**
  * One forked R session process: the main socket carries requests and framed events, the output socket
@@ -73,7 +87,14 @@ export class RChild {
     if (this.ended) return Promise.resolve({ ok: false, error: "R session has ended" });
     if (this.running) throw new Error("R session is already running a request");
     return new Promise((resolve) => {
-      this.running = { sink, resolve, frames: [], output: [] };
+      this.running = {
+        sink,
+        resolve,
+        frames: [],
+        output: [],
+        started: request.length <= ONE_READ,
+        interruptRequested: false,
+      };
       if (this.drainFirst) {
         this.drainFirst = false;
         this.main.write(DRAIN);
@@ -88,7 +109,12 @@ export class RChild {
 
   /** SIGINT to the running evaluation; false when nothing runs. */
   interrupt(): boolean {
-    if (!this.running || this.ended) return false;
+    const running = this.running;
+    if (!running || this.ended) return false;
+    if (!running.started) {
+      running.interruptRequested = true;
+      return true;
+    }
     this.signal("SIGINT");
     // The signal may land after the evaluation ended: the next request first consumes it.
     this.drainFirst = true;
@@ -121,13 +147,25 @@ export class RChild {
     let start = 0;
     for (let i = 0; i < chunk.length; i++) {
       const byte = chunk[i];
-      if (byte !== EVAL_MARKER && byte !== SYNC_MARKER) continue;
+      if (byte !== EVAL_MARKER && byte !== SYNC_MARKER && byte !== START_MARKER) continue;
       if (i > start) this.output(this.decoder.write(chunk.subarray(start, i)));
       start = i + 1;
-      this.running?.output.push(null);
+      if (byte === START_MARKER) this.started();
+      else this.running?.output.push(null);
     }
     if (start < chunk.length) this.output(this.decoder.write(start === 0 ? chunk : chunk.subarray(start)));
     if (this.running) this.release(this.running);
+  }
+
+  private started(): void {
+    const running = this.running;
+    if (!running || running.started) return;
+    running.started = true;
+    if (running.interruptRequested) {
+      running.interruptRequested = false;
+      this.signal("SIGINT");
+      this.drainFirst = true;
+    }
   }
 
   private output(text: string): void {

@@ -6,14 +6,20 @@ import type { RConfig } from "../config/config.js";
 import type { ConsoleLog } from "./console-log.js";
 import { noSuchSession, notRunning } from "./errors.js";
 import type { ValueFormat } from "./negotiate.js";
+import type { RChild } from "./child.js";
 import { RServerProcess } from "./rserver.js";
-import { RSession } from "./session.js";
+import { evalFrame, RSession, type SessionDirs } from "./session.js";
 
 export interface REngineOptions {
   readonly config: RConfig;
   /** Sessions' folders live in `<dataDir>/sessions/<id>`. */
   readonly dataDir: string;
   readonly log: ConsoleLog;
+  /**
+   * A package library searched before R's own by the R server and so by every session (the packages
+   * configuration's library); created when missing. Unset: R's default library path.
+   */
+  readonly library?: string;
 }
 
 export interface EngineStatus {
@@ -28,6 +34,23 @@ export interface EngineStatus {
 }
 
 const MAX_RESTART_DELAY_MS = 30_000;
+/** How long Check waits for a probe session to be forked and to answer. */
+const CHECK_TIMEOUT_MS = 5_000;
+const PROBE_SCRIPT = evalFrame(Buffer.from("1"), "json");
+
+/** A forked session process with its folders, not handed to anyone yet. */
+interface Fork {
+  readonly id: string;
+  readonly dirs: SessionDirs;
+  readonly child: RChild;
+}
+
+/** The spare session process forked ahead of demand, and the server it belongs to. */
+interface Spare {
+  readonly server: RServerProcess;
+  /** Never rejects: undefined when the fork failed (a caller then forks itself and sees why). */
+  readonly ready: Promise<Fork | undefined>;
+}
 
 /** The R server process and the sessions forked from it. */
 export class REngine {
@@ -41,6 +64,13 @@ export class REngine {
   private restartDelay = 1000;
   private readonly idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /**
+   * Forking an R process costs several ms (most of it the kernel copying the server's page tables), so
+   * one spare session is kept forked ahead: creating a session hands it over and forks the next one.
+   */
+  private spare: Spare | undefined;
+  /** Concurrent Checks share one probe. */
+  private checking: Promise<boolean> | undefined;
 
   constructor(private readonly options: REngineOptions) {
     this.log = options.log;
@@ -71,15 +101,18 @@ export class REngine {
       if (this.closed || this.running) return;
       clearTimeout(this.restartTimer);
       const tmpDir = join(this.options.dataDir, "rserver-tmp");
-      await mkdir(tmpDir, { recursive: true });
+      const { library } = this.options;
+      await Promise.all([mkdir(tmpDir, { recursive: true }), library ? mkdir(library, { recursive: true }) : undefined]);
       const server = await RServerProcess.start({
         executable: this.options.config.executable,
         log: (text) => this.log.append(text),
         tmpDir,
+        ...(library ? { library } : {}),
       });
       this.server = server;
       this.version = server.version;
       server.onExit(() => this.onServerExit(server));
+      this.prepareSpare(server);
     });
   }
 
@@ -89,8 +122,12 @@ export class REngine {
       clearTimeout(this.restartTimer);
       const server = this.server;
       this.server = undefined;
+      const spare = this.spare;
+      this.spare = undefined;
       await this.endAllSessions();
       await server?.stop();
+      // Only now: a spare still forking is abandoned by the stop instead of being waited for.
+      if (spare) await this.release(await spare.ready);
     });
   }
 
@@ -113,15 +150,64 @@ export class REngine {
     };
   }
 
-  /** True when the R server answers on its socket (a session can be forked from it). */
-  async check(): Promise<boolean> {
+  /**
+   * True when the R server runs and a session can be served: within CHECK_TIMEOUT_MS the R server
+   * answers its socket and a session process (the spare, or one forked for the purpose) evaluates `1`.
+   * The probe then goes back to being the spare (`1` leaves nothing in it) or is ended, so a Check never
+   * leaves a process behind.
+   */
+  check(): Promise<boolean> {
+    this.checking ??= this.probe().finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  private async probe(): Promise<boolean> {
     const server = this.server;
     if (!server?.running) return false;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), CHECK_TIMEOUT_MS)));
+    /** `work` before the deadline, or undefined; a fork that completes late is ended as soon as it does. */
+    const inTime = async (work: Promise<Fork | undefined>): Promise<Fork | undefined> => {
+      const got = await Promise.race([work, deadline]);
+      if (got !== "timeout") return got;
+      void work.then((late) => this.release(late), () => undefined);
+      return undefined;
+    };
+    /** The server answers its socket and the session evaluates `1`, before the deadline. */
+    const serves = async (fork: Fork): Promise<boolean> => {
+      // The server must answer too: a ready spare alone would hide a server that can fork no more.
+      const answers = Promise.all([fork.child.run(PROBE_SCRIPT), server.ping()]);
+      const outcome = await Promise.race([answers, deadline]);
+      return outcome !== "timeout" && outcome[0].ok && outcome[0].value.toString("utf8") === "1";
+    };
+    let fork: Fork | undefined;
+    let ok = false;
     try {
-      await server.ping();
+      const taken = this.takeSpare(server);
+      fork = taken && (await inTime(taken));
+      if (fork && !(await serves(fork))) {
+        if (!fork.child.closed) return false;
+        // The spare had died (killed from outside): that says nothing about the next session.
+        await this.release(fork);
+        fork = undefined;
+      }
+      if (!fork) {
+        fork = await inTime(this.forkSession(server));
+        if (!fork || !(await serves(fork))) return false;
+      }
+      ok = true;
       return true;
     } catch {
       return false;
+    } finally {
+      clearTimeout(timer);
+      if (fork) {
+        if (ok && this.spare === undefined && this.server === server && !this.closed) {
+          this.spare = { server, ready: Promise.resolve(fork) };
+        } else {
+          await this.release(fork);
+        }
+      }
     }
   }
 
@@ -135,22 +221,72 @@ export class REngine {
   async createSession(subject: string): Promise<RSession> {
     const server = this.server;
     if (!server?.running) throw notRunning();
-    const id = randomUUID();
-    const home = join(this.options.dataDir, "sessions", id);
-    const dirs = { home, work: join(home, "work"), tmp: join(home, "tmp") };
-    await mkdir(dirs.work, { recursive: true });
-    await mkdir(dirs.tmp, { recursive: true });
-    let child;
-    try {
-      child = await server.fork(dirs.work, dirs.tmp);
-    } catch (error) {
-      await rm(home, { recursive: true, force: true });
-      throw error;
+    const taken = this.takeSpare(server);
+    // The next spare forks while this one is handed over.
+    this.prepareSpare(server);
+    let fork = await taken;
+    if (fork?.child.closed) {
+      await this.release(fork);
+      fork = undefined;
     }
+    fork ??= await this.forkSession(server);
+    if (this.server !== server) {
+      // The server stopped meanwhile: its process group, this child included, is gone or going.
+      await this.release(fork);
+      throw notRunning();
+    }
+    const { id, dirs, child } = fork;
     const session = new RSession(id, subject, dirs, child, { maxEvalSeconds: this.options.config.maxEvalSeconds });
     this.sessionsById.set(id, session);
     session.onEnd(() => this.sessionsById.delete(id));
     return session;
+  }
+
+  /** Creates a session's folders and forks its R process there; nothing is left behind on failure. */
+  private async forkSession(server: RServerProcess): Promise<Fork> {
+    const id = randomUUID();
+    const home = join(this.options.dataDir, "sessions", id);
+    const dirs: SessionDirs = { home, work: join(home, "work"), tmp: join(home, "tmp") };
+    try {
+      await Promise.all([mkdir(dirs.work, { recursive: true }), mkdir(dirs.tmp, { recursive: true })]);
+      return { id, dirs, child: await server.fork(dirs.work, dirs.tmp) };
+    } catch (error) {
+      await rm(home, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /** Starts forking the spare session of `server` unless there is one. */
+  private prepareSpare(server: RServerProcess): void {
+    if (this.spare || this.closed || this.server !== server || !server.running) return;
+    const ready = this.forkSession(server).then(
+      (fork): Fork | undefined => fork,
+      () => undefined,
+    );
+    this.spare = { server, ready };
+  }
+
+  /** Takes the spare (ready or still forking) if it belongs to `server`; a stale one is ended. */
+  private takeSpare(server: RServerProcess): Promise<Fork | undefined> | undefined {
+    const spare = this.spare;
+    this.spare = undefined;
+    if (!spare) return undefined;
+    if (spare.server === server) return spare.ready;
+    void spare.ready.then((fork) => this.release(fork));
+    return undefined;
+  }
+
+  private async dropSpare(): Promise<void> {
+    const spare = this.spare;
+    this.spare = undefined;
+    if (spare) await this.release(await spare.ready);
+  }
+
+  /** Ends a session process nobody uses and removes its folders. */
+  private async release(fork: Fork | undefined): Promise<void> {
+    if (!fork) return;
+    fork.child.kill();
+    await rm(fork.dirs.home, { recursive: true, force: true });
   }
 
   /** The session, or NotFound. */
@@ -184,6 +320,7 @@ export class REngine {
     this.server = undefined;
     this.log.append("R server process exited unexpectedly\n");
     void this.endAllSessions();
+    void this.dropSpare();
     if (this.options.config.autoRestart && !this.closed) this.scheduleRestart();
   }
 

@@ -18,6 +18,8 @@ export interface RServerOptions {
   readonly log: (text: string) => void;
   /** TMPDIR of the R server, so a killed server leaves its temporary folder inside the service's data. */
   readonly tmpDir: string;
+  /** A package library searched before R's own (so by every session forked from the server). */
+  readonly library?: string;
 }
 
 interface PendingFork {
@@ -30,6 +32,17 @@ interface PendingFork {
 interface Reply {
   readonly resolve: (frame: Frame) => void;
   readonly reject: (error: Error) => void;
+}
+
+/**
+ * R builds .libPaths() at start from R_LIBS (then R_LIBS_USER, the site and the default libraries), and
+ * forked sessions inherit it: prepending the library there is what makes sessions find packages the
+ * service installed. R drops a library folder that does not exist, so the engine creates it first.
+ */
+function serverEnv(options: RServerOptions): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: options.tmpDir };
+  if (options.library) env.R_LIBS = env.R_LIBS ? `${options.library}:${env.R_LIBS}` : options.library;
+  return env;
 }
 
 function workerArgs(executable: string): string[] {
@@ -95,7 +108,7 @@ export class RServerProcess {
     const child = spawn(options.executable, workerArgs(options.executable), {
       detached: true,
       stdio: ["pipe", "pipe", "pipe"],
-      env: { ...process.env, TMPDIR: options.tmpDir },
+      env: serverEnv(options),
     });
     for (const stream of [child.stdout, child.stderr]) {
       stream?.setEncoding("utf8");

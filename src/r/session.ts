@@ -35,7 +35,8 @@ const FORMAT_BYTE: Record<ValueFormat, Buffer> = { json: Buffer.from("j"), rds: 
 const ASSIGN_SCRIPT = Buffer.from("x");
 const ASSIGN_RDATA = Buffer.from("r");
 
-function evalFrame(script: Uint8Array, format: ValueFormat): Buffer {
+/** The request that evaluates `script` in a session process (also how the engine probes one). */
+export function evalFrame(script: Uint8Array, format: ValueFormat): Buffer {
   return encodeFrame("E", FORMAT_BYTE[format], script);
 }
 

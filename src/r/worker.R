@@ -22,6 +22,13 @@ local({
   nul <- as.raw(0L)
   eval_marker <- as.raw(0L)
   sync_marker <- as.raw(1L)
+  start_marker <- as.raw(2L)
+  # R reads a socket 4096 bytes at a time: a request frame up to this size is taken in one read, even
+  # behind a drain frame (5 bytes). Node uses the same figure.
+  one_read <- 4091L
+  # `early`: a SIGINT cut the wait for a request short, so it aimed at the request that comes next.
+  state <- new.env()
+  state$early <- FALSE
 
   connect <- function(mode) {
     socketConnection("127.0.0.1", port, blocking = TRUE, open = mode, timeout = forever)
@@ -34,12 +41,18 @@ local({
     list(type = rawToChar(header[1L]), payload = if (n > 0) readBin(con, "raw", n) else raw(0L))
   }
 
-  # One writeBin per frame: a single send, so Nagle's algorithm never holds a frame's tail back.
+  # R waits for a socket with interrupts enabled even inside suspendInterrupts(), so a SIGINT that
+  # lands while R waits to send raises an interrupt before anything was sent: send again.
+  send <- function(con, bytes) {
+    repeat if (isTRUE(tryCatch({ writeBin(bytes, con); TRUE }, interrupt = function(i) FALSE))) break
+  }
+
+  # One send per frame: a single send, so Nagle's algorithm never holds a frame's tail back.
   write_frame <- function(con, type, payload = raw(0L)) {
     n <- length(payload)
-    writeBin(c(charToRaw(type),
-               as.raw(c(n %/% 16777216, (n %/% 65536) %% 256, (n %/% 256) %% 256, n %% 256)),
-               payload), con)
+    send(con, c(charToRaw(type),
+                as.raw(c(n %/% 16777216, (n %/% 65536) %% 256, (n %/% 256) %% 256, n %% 256)),
+                payload))
   }
 
   text_raw <- function(x) charToRaw(enc2utf8(x))
@@ -98,12 +111,22 @@ local({
 
   # Evaluates `work` with live message/warning frames; always ends with exactly one RESULT or ERROR
   # frame, each preceded by a marker on the output stream so Node can restore the order of events.
-  evaluate <- function(con, out, work) {
+  #
+  # Interrupts and reading requests: R waits for a socket with interrupts enabled even inside
+  # suspendInterrupts(), and an interrupt there loses what that read had taken of the request. A request
+  # of one socket read (most) is safe: a SIGINT can only land before any of it was read, and is kept in
+  # `early` for it. For a larger request (`announce`) R says when it starts evaluating (the start
+  # marker) and Node holds the SIGINT back until then.
+  evaluate <- function(con, out, work, announce) {
     event <- function(type, text) {
-      writeBin(sync_marker, out)
+      send(out, sync_marker)
       write_frame(con, type, text_raw(text))
     }
-    outcome <- tryCatch(
+    if (announce) send(out, start_marker)
+    outcome <- if (state$early) {
+      state$early <- FALSE
+      list(ok = FALSE, error = "Error: evaluation interrupted")
+    } else tryCatch(
       allowInterrupts(withCallingHandlers(
         list(ok = TRUE, value = work()),
         message = function(m) {
@@ -116,7 +139,7 @@ local({
         })),
       interrupt = function(i) list(ok = FALSE, error = "Error: evaluation interrupted"),
       error = function(e) list(ok = FALSE, error = error_text(e)))
-    writeBin(eval_marker, out)
+    send(out, eval_marker)
     if (outcome$ok) write_frame(con, "V", outcome$value)
     else write_frame(con, "X", text_raw(outcome$error))
   }
@@ -124,13 +147,15 @@ local({
   # A SIGINT that arrived after the evaluation it aimed at had ended stays pending while interrupts
   # are suspended; Node asks to consume it before the next evaluation so it hits nothing.
   drain_interrupt <- function() {
+    state$early <- FALSE
     tryCatch(allowInterrupts(Sys.sleep(0.001)), interrupt = function(i) NULL)
   }
 
   handle <- function(con, out, frame) {
     p <- frame$payload
+    announce <- length(p) + 5L > one_read
     switch(frame$type,
-      E = evaluate(con, out, function() encode_value(run_script(rawToChar(p[-1L])), rawToChar(p[1L]))),
+      E = evaluate(con, out, function() encode_value(run_script(rawToChar(p[-1L])), rawToChar(p[1L])), announce),
       A = {
         kind <- rawToChar(p[1L])
         n <- sum(as.integer(p[2:5]) * c(16777216, 65536, 256, 1))
@@ -140,7 +165,7 @@ local({
           value <- if (kind == "r") unserialize(body) else run_script(rawToChar(body))
           assign(symbol, value, envir = globalenv())
           raw(0L)
-        })
+        }, announce)
       },
       D = drain_interrupt(),
       stop("unknown frame type ", frame$type))
@@ -161,8 +186,13 @@ local({
     sink(out)
     sink(out, type = "message")
     suspendInterrupts(repeat {
-      # An error here (an interrupt while waiting for a frame) must not end the session.
-      frame <- tryCatch(read_frame(con), error = function(e) FALSE)
+      # A SIGINT while waiting for a request (nothing of it read yet; see evaluate()) is for the request
+      # that comes next, or arrived late for the one that ended, which Node then drains (frame D).
+      # Uncaught, an interrupt would end this non-interactive R.
+      frame <- tryCatch(read_frame(con), interrupt = function(i) {
+        state$early <- TRUE
+        FALSE
+      }, error = function(e) FALSE)
       if (is.null(frame)) break
       if (is.list(frame)) handle(con, out, frame)
     })

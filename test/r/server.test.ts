@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync, readdirSync, realpathSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -89,6 +89,24 @@ describe("R server process", function () {
     await until(() => !rig!.engine.running);
     await sleep(1500);
     expect((await status()).running).to.equal(false);
+  });
+
+  it("puts the configured package library first in every session's .libPaths(), creating it", async () => {
+    rig = await startRig({}, { library: "packages/library" });
+    const library = join(rig.dataDir, "packages/library");
+    const session = await rig.engine.createSession("alice");
+    const paths = JSON.parse((await session.eval(text(".libPaths()"), "json")).toString()) as string[];
+    expect(paths[0]).to.equal(realpathSync(library));
+    // R's own libraries stay searched after it (base packages live there).
+    expect(paths.length).to.be.greaterThan(1);
+    expect((await session.eval(text("requireNamespace('jsonlite', quietly = TRUE)"), "json")).toString()).to.equal("true");
+  });
+
+  it("leaves R's library path alone without a configured library", async () => {
+    rig = await startRig();
+    const session = await rig.engine.createSession("alice");
+    const paths = JSON.parse((await session.eval(text(".libPaths()"), "json")).toString()) as string[];
+    expect(paths.some((p) => p.startsWith(realpathSync(rig!.dataDir)))).to.equal(false);
   });
 
   it("logs what sessions print; GetLog answers the last lines and TailLog follows new ones", async () => {

@@ -183,6 +183,27 @@ describe("R sessions and commands", function () {
     expect(await evalJson(id, "kept + 1")).to.equal("43");
   });
 
+  it("survives interrupts that land while R waits for or reads a request", async () => {
+    const session = rig.engine.session(await newSession());
+    await session.eval(text("kept <- 42"), "json");
+    // The request is on its way when eval() returns, so each SIGINT reaches R in a blocking socket read
+    // (waiting for the frame, or reading its 8 MB payload), not in an evaluation.
+    const padding = `#${"x".repeat(8 * 1024 * 1024)}\n`;
+    for (const script of ["kept + 1", `${padding}kept + 1`]) {
+      for (let i = 0; i < 5; i++) {
+        const answer = session.eval(text(script), "json").then(
+          (value) => value.toString(),
+          (error: ConnectError) => error.rawMessage,
+        );
+        expect(session.interrupt()).to.equal(true);
+        // Either the evaluation was interrupted as asked, or it had nothing left to interrupt.
+        expect(await answer).to.be.oneOf(["43", "Error: evaluation interrupted"]);
+      }
+    }
+    expect(session.closed).to.equal(false);
+    expect((await session.eval(text("kept"), "json")).toString()).to.equal("42");
+  });
+
   it("interrupts Execute when its caller leaves", async () => {
     const id = await newSession();
     const controller = new AbortController();

@@ -37,12 +37,16 @@ export interface Rig {
   close(): Promise<void>;
 }
 
-/** A started engine over a fresh data folder; close() stops R and removes the folder. */
-export async function startRig(overrides: Partial<RConfig> = {}): Promise<Rig> {
+/**
+ * A started engine over a fresh data folder; close() stops R and removes the folder. `library` is a
+ * package library folder relative to the data folder.
+ */
+export async function startRig(overrides: Partial<RConfig> = {}, options: { library?: string } = {}): Promise<Rig> {
   const dataDir = await mkdtemp(join(tmpdir(), "rock-r-test-"));
   const config = rConfig(overrides);
   const log = new ConsoleLog({ file: join(dataDir, "rserver.log"), maxBytes: config.logMaxBytes, files: config.logFiles });
-  const engine = new REngine({ config, dataDir, log });
+  const library = options.library === undefined ? {} : { library: join(dataDir, options.library) };
+  const engine = new REngine({ config, dataDir, log, ...library });
   const handlers = createRServiceHandlers({ engine, node: NODE, r: config });
   const close = async (): Promise<void> => {
     await engine.close();
