@@ -63,7 +63,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       services: [
         registerService(
           RService,
-          { ...createRServiceHandlers({ engine, node: config.node, r: config.r }), ...createPackageHandlers(packages) },
+          { ...createRServiceHandlers({ engine, node: config.node, r: config.r, maxUploadBytes: config.limits.maxUploadBytes }), ...createPackageHandlers(packages) },
           { alwaysEmitImplicit: true },
         ),
         registerService(NetworkService, createNetworkServiceHandlers(catalog), { alwaysEmitImplicit: false }),

@@ -5,10 +5,12 @@ import { openDownload, Upload } from "../r/files.js";
 import { OCTET_STREAM } from "../r/negotiate.js";
 import type { RSession } from "../r/session.js";
 import { SESSION_USERS, sessionFor } from "./access.js";
+import { HTTP_CODE_HEADER } from "../server/rest-hints.js";
 
 export type FileHandlers = Pick<ServiceImpl<typeof RService>, "uploadFile" | "downloadFile">;
 
-export function fileHandlers(engine: REngine): FileHandlers {
+/** `maxUploadBytes` bounds gRPC and Connect uploads (the REST edge stops oversize bodies itself). */
+export function fileHandlers(engine: REngine, maxUploadBytes: number): FileHandlers {
   return {
     async uploadFile(requests, ctx) {
       let session: RSession | undefined;
@@ -27,6 +29,9 @@ export function fileHandlers(engine: REngine): FileHandlers {
           const data = req.chunk?.data;
           if (data && data.length > 0) {
             upload ??= new Upload(session.dirs.home);
+            if (upload.size + data.length > maxUploadBytes) {
+              throw new ConnectError(`Upload exceeds the limit of ${maxUploadBytes} bytes`, Code.ResourceExhausted, { [HTTP_CODE_HEADER]: "413" });
+            }
             await upload.write(data);
           }
         }

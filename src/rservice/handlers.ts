@@ -11,15 +11,16 @@ export interface RServiceDeps {
   readonly engine: REngine;
   readonly node: NodeConfig;
   readonly r: RConfig;
+  readonly maxUploadBytes: number;
 }
 
 /** RService over the R engine, packages excepted (src/rservice/packages.ts). */
 export function createRServiceHandlers(deps: RServiceDeps): Partial<ServiceImpl<typeof RService>> {
-  const { engine, node, r } = deps;
+  const { engine, node, r, maxUploadBytes } = deps;
   return {
     ...serverHandlers(engine, node, r),
     ...sessionHandlers(engine),
     ...commandHandlers(engine, r.commandWaitSeconds * 1000),
-    ...fileHandlers(engine),
+    ...fileHandlers(engine, maxUploadBytes),
   };
 }

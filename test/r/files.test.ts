@@ -21,7 +21,7 @@ describe("session files", function () {
   let outside: string;
 
   before(async () => {
-    rig = await startRig();
+    rig = await startRig({}, { maxUploadBytes: 64 });
     outside = await mkdtemp(join(tmpdir(), "rock-outside-"));
     writeFileSync(join(outside, "secret.txt"), "secret");
   });
@@ -68,6 +68,13 @@ describe("session files", function () {
     expect(readFileSync(join(session.dirs.tmp, "named.txt"), "utf8")).to.equal("x");
     expect((await session.eval(text("readLines(file.path(tempdir(), 'named.txt'), warn = FALSE)"), "json")).toString())
       .to.equal('"x"');
+    expect(readdirSync(session.dirs.home).sort()).to.deep.equal(["tmp", "work"]);
+  });
+
+  it("refuses an upload past the size limit (gRPC and Connect callers; REST stops at the edge) and keeps nothing", async () => {
+    const error = await upload({ path: "big.txt" }, ["x".repeat(40), "y".repeat(40)]).then(() => undefined, (e: unknown) => e);
+    expect((error as ConnectError).code).to.equal(Code.ResourceExhausted);
+    expect(readdirSync(session.dirs.work)).to.deep.equal([]);
     expect(readdirSync(session.dirs.home).sort()).to.deep.equal(["tmp", "work"]);
   });
 

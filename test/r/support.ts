@@ -41,13 +41,13 @@ export interface Rig {
  * A started engine over a fresh data folder; close() stops R and removes the folder. `library` is a
  * package library folder relative to the data folder.
  */
-export async function startRig(overrides: Partial<RConfig> = {}, options: { library?: string } = {}): Promise<Rig> {
+export async function startRig(overrides: Partial<RConfig> = {}, options: { library?: string; maxUploadBytes?: number } = {}): Promise<Rig> {
   const dataDir = await mkdtemp(join(tmpdir(), "rock-r-test-"));
   const config = rConfig(overrides);
   const log = new ConsoleLog({ file: join(dataDir, "rserver.log"), maxBytes: config.logMaxBytes, files: config.logFiles });
   const library = options.library === undefined ? {} : { library: join(dataDir, options.library) };
   const engine = new REngine({ config, dataDir, log, ...library });
-  const handlers = createRServiceHandlers({ engine, node: NODE, r: config });
+  const handlers = createRServiceHandlers({ engine, node: NODE, r: config, maxUploadBytes: options.maxUploadBytes ?? 1 << 30 });
   const close = async (): Promise<void> => {
     await engine.close();
     log.close();
