@@ -227,8 +227,9 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
   describe("evaluation over REST", () => {
     it("interrupts a running sync eval from a second request", async () => {
       const id = await newSession();
-      const running = evalR(id, "x <- 1; repeat {}");
-      await until(async () => (await call("GET", `/r/session/${id}`, "user")).json<{ busy: boolean }>().busy);
+      const running = evalR(id, `x <- 1; cat("looping ${id}\\n"); repeat {}`);
+      // Busy is set when the request is sent; the printed line says R is inside the loop.
+      await until(async () => (await call("GET", "/rserver/_log?limit=100", "manager")).text.includes(`looping ${id}`));
       const interrupt = await call("POST", `/r/session/${id}/_interrupt`, "user");
       expect(interrupt.status).to.equal(200);
       expect(interrupt.json()).to.deep.equal({ interrupted: true });
