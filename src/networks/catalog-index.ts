@@ -38,6 +38,12 @@ export function sortKeyOf(sort: string): SortKey | undefined {
   };
 }
 
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 interface Slot {
   readonly key: string | undefined;
   readonly id: string;
@@ -94,6 +100,18 @@ export class SortedOrder {
     if (this.slots[i]?.id === record.document.id) this.slots.splice(i, 1);
   }
 
+  /** `before` (the record that was added) becomes `after` (same id): moved only if its key changed. */
+  replace(before: NetworkRecord, after: NetworkRecord): void {
+    const old = this.keyOf(before);
+    const key = this.keyOf(after);
+    if (key === old) return;
+    const id = after.document.id;
+    const i = this.position({ key: old, id });
+    if (this.slots[i]?.id === id) this.slots.splice(i, 1);
+    const slot = { key, id };
+    this.slots.splice(this.position(slot), 0, slot);
+  }
+
   /** Ids in order. */
   *ids(): Generator<string> {
     for (const s of this.slots) yield s.id;
@@ -105,26 +123,80 @@ export class SortedOrder {
 // growing them without limit with made-up languages. The least recently used one goes first.
 const MAX_ORDERS = 16;
 
+/** One committed change of the mirror for one id: absent `before` is a creation, absent `after` a removal. */
+interface Change {
+  readonly before: Indexed | undefined;
+  readonly after: Indexed | undefined;
+}
+
 /**
  * Everything the list looks up instead of visiting every network: full-text words, field values,
  * the list filters, studies and list orders. It is derived from the mirror only (never stored), is
- * updated with it on each committed change, and can be rebuilt from it at any time.
+ * told of each committed change of the mirror, and can be rebuilt from it at any time.
+ *
+ * A change is applied at the latest before the index is next read: every read (the `words` and
+ * `fields` lookups, filters, studies, orders) first applies what is pending, so a reader always sees
+ * the index of the mirror as it is. Until then the change waits, so that the catalogue can apply it
+ * while LevelDB writes the next change (`flush` after starting that write), or when the event loop
+ * is next idle, rather than between a commit and its answer.
  */
 export class CatalogIndex {
-  readonly words = new WordIndex();
-  readonly fields: FieldIndex;
+  private readonly wordIndex = new WordIndex();
+  private readonly fieldIndex: FieldIndex;
   private readonly filters = new Map<ListFilter, Set<string>>(FILTER_NAMES.map((f) => [f, new Set<string>()]));
   private readonly studies = new Map<string, Set<string>>();
   private readonly orders = new Map<string, SortedOrder>();
+  /** Committed changes not applied yet, oldest first. */
+  private pending: Change[] = [];
+  private flushScheduled = false;
+  private readonly scheduledFlush = () => {
+    this.flushScheduled = false;
+    this.flush();
+  };
 
   constructor(private readonly mirror: ReadonlyMap<string, Indexed>) {
-    this.fields = new FieldIndex((id) => mirror.get(id)?.entry);
+    this.fieldIndex = new FieldIndex((id) => mirror.get(id)?.entry);
   }
 
-  add({ record, entry }: Indexed): void {
+  /** Full-text words (pending changes applied first). */
+  get words(): WordIndex {
+    this.flush();
+    return this.wordIndex;
+  }
+
+  /** Field values (pending changes applied first). */
+  get fields(): FieldIndex {
+    this.flush();
+    return this.fieldIndex;
+  }
+
+  /**
+   * The mirror entry of one id went from `before` (the very item last given as `after` for that id,
+   * or undefined) to `after` (undefined when removed). Applied at the latest at the next read.
+   */
+  changed(before: Indexed | undefined, after: Indexed | undefined): void {
+    this.pending.push({ before, after });
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.scheduledFlush);
+    }
+  }
+
+  /** Applies the pending changes, oldest first. */
+  flush(): void {
+    const pending = this.pending;
+    if (pending.length === 0) return;
+    this.pending = [];
+    for (const { before, after } of pending) {
+      if (after) this.replace(before, after);
+      else if (before) this.remove(before);
+    }
+  }
+
+  private add({ record, entry }: Indexed): void {
     const id = record.document.id;
-    this.words.add(id, entry.words);
-    this.fields.add(entry);
+    this.wordIndex.add(id, entry.words);
+    this.fieldIndex.add(entry);
     for (const f of FILTER_NAMES) if (FILTERS[f](record)) this.filters.get(f)!.add(id);
     for (const s of record.document.studyIds) {
       let set = this.studies.get(s);
@@ -135,10 +207,10 @@ export class CatalogIndex {
   }
 
   /** `item` must be the very item that was added for its id. */
-  remove({ record, entry }: Indexed): void {
+  private remove({ record, entry }: Indexed): void {
     const id = record.document.id;
-    this.words.remove(id, entry.words);
-    this.fields.remove(entry);
+    this.wordIndex.remove(id, entry.words);
+    this.fieldIndex.remove(entry);
     for (const set of this.filters.values()) set.delete(id);
     for (const s of record.document.studyIds) {
       const set = this.studies.get(s);
@@ -148,10 +220,45 @@ export class CatalogIndex {
     for (const order of this.orders.values()) order.remove(record);
   }
 
-  /** Forgets everything and indexes the mirror afresh. */
+  /**
+   * `before` (the very item that was added for its id) is replaced by `after`, a newer version of the
+   * same network: what did not change is not touched (the words of an unchanged document, the values
+   * of unchanged fields, the studies, the orders whose key is the same).
+   */
+  private replace(before: Indexed | undefined, after: Indexed): void {
+    if (!before) return this.add(after);
+    const { record, entry } = after;
+    const id = record.document.id;
+    this.wordIndex.replace(id, before.entry.words, entry.words);
+    this.fieldIndex.replace(before.entry, entry);
+    for (const f of FILTER_NAMES) {
+      if (FILTERS[f](record)) this.filters.get(f)!.add(id);
+      else this.filters.get(f)!.delete(id);
+    }
+    const was = before.record.document.studyIds;
+    const is = record.document.studyIds;
+    if (was !== is && !sameStrings(was, is)) {
+      const kept = new Set(is);
+      for (const s of was) {
+        if (kept.has(s)) continue;
+        const set = this.studies.get(s);
+        set?.delete(id);
+        if (set?.size === 0) this.studies.delete(s);
+      }
+      for (const s of is) {
+        let set = this.studies.get(s);
+        if (!set) this.studies.set(s, (set = new Set()));
+        set.add(id);
+      }
+    }
+    for (const order of this.orders.values()) order.replace(before.record, record);
+  }
+
+  /** Forgets everything (pending changes included: the mirror has them) and indexes the mirror afresh. */
   rebuild(): void {
-    this.words.clear();
-    this.fields.clear();
+    this.pending = [];
+    this.wordIndex.clear();
+    this.fieldIndex.clear();
     for (const set of this.filters.values()) set.clear();
     this.studies.clear();
     this.orders.clear();
@@ -160,16 +267,19 @@ export class CatalogIndex {
 
   /** Ids passing a list filter; undefined for ALL. */
   filtered(filter: ListFilter): ReadonlySet<string> | undefined {
+    this.flush();
     return filter === "ALL" ? undefined : this.filters.get(filter)!;
   }
 
   /** Ids of the networks listing `study`. */
   withStudy(study: string): ReadonlySet<string> {
+    this.flush();
     return this.studies.get(study) ?? new Set();
   }
 
   /** The maintained order for a sort (validated by the caller), created at its first use. */
   order(sort: string, descending: boolean): SortedOrder {
+    this.flush();
     const name = `${sort}|${descending ? "desc" : "asc"}`;
     let order = this.orders.get(name);
     if (order) {

@@ -11,7 +11,7 @@ import type { NetworkDocument, NetworkInput, NetworkRecord, NetworkState, Revisi
 import { indexEntryOf } from "./search-entry.js";
 import { dayStart, issueShareKey, shareKeyGrants } from "./share-key.js";
 import * as machine from "./state-machine.js";
-import { NetworkStore } from "./store.js";
+import { NetworkStore, revisionJson } from "./store.js";
 
 export interface CatalogOptions {
   /** The clock; tests move it to expire share keys. */
@@ -60,6 +60,7 @@ export class NetworkCatalog {
         if (!entry) missing.push(item);
       }
       if (missing.length > 0) await store.saveEntries(missing.map((m) => m.entry));
+      catalog.index.flush();
       return catalog;
     } catch (e) {
       await store.close();
@@ -71,18 +72,19 @@ export class NetworkCatalog {
     return this.store.close();
   }
 
-  /** Puts a committed network in the mirror and in the index. */
+  /** Puts a committed network in the mirror and tells the index (in place of its previous version). */
   private show(item: Indexed): void {
-    this.hide(item.record.document.id);
-    this.mirror.set(item.record.document.id, item);
-    this.index.add(item);
+    const id = item.record.document.id;
+    const before = this.mirror.get(id);
+    this.mirror.set(id, item);
+    this.index.changed(before, item);
   }
 
   private hide(id: string): void {
     const old = this.mirror.get(id);
     if (!old) return;
-    this.index.remove(old);
     this.mirror.delete(id);
+    this.index.changed(old, undefined);
   }
 
   private now(): string {
@@ -101,16 +103,26 @@ export class NetworkCatalog {
     return this.mirror.get(id)?.record ?? notFound(id);
   }
 
-  /** Commits one change of a network (one batch) and only then shows it in the mirror. */
-  private async commit(record: NetworkRecord, revision?: RevisionRecord): Promise<NetworkRecord> {
-    const entry = indexEntryOf(record);
-    await this.store.save({ record, entry, ...(revision ? { revision } : {}) });
+  /**
+   * Commits one change of a network (one batch) and only then shows it in the mirror. `before` is the
+   * committed version it replaces (absent for a creation); a save (`author` given) adds revision
+   * `state.head`. The document is stringified once, for itself and its revision, and only when it
+   * is not the document of `before`.
+   */
+  private async commit(before: Indexed | undefined, record: NetworkRecord, author?: string, comment?: string): Promise<NetworkRecord> {
+    const { document, state } = record;
+    const entry = indexEntryOf(record, before);
+    const documentJson = before?.record.document === document ? undefined : JSON.stringify(document);
+    const revision =
+      author === undefined
+        ? undefined
+        : { seq: state.head, json: revisionJson(state.head, author, state.lastUpdate, comment, documentJson ?? JSON.stringify(document)) };
+    const written = this.store.save({ id: document.id, documentJson, state, entry, revision });
+    // Index work of earlier commits, done while LevelDB writes this one (see CatalogIndex).
+    this.index.flush();
+    await written;
     this.show({ record, entry });
     return record;
-  }
-
-  private revisionOf(document: NetworkDocument, state: NetworkState, author: string, comment: string | undefined): RevisionRecord {
-    return { seq: state.head, author, date: state.lastUpdate, ...(comment ? { comment } : {}), document };
   }
 
   private claimId(input: NetworkInput): string {
@@ -133,21 +145,25 @@ export class NetworkCatalog {
     try {
       const document = normalizeDocument(input, id);
       const state = machine.created(this.now());
-      return await this.locks.run(id, () => this.commit({ document, state }, this.revisionOf(document, state, author, comment)));
+      return await this.locks.run(id, () => this.commit(undefined, { document, state }, author, comment));
     } finally {
       this.reserved.delete(id);
     }
   }
 
-  /** Runs `change` on the current record of `id` while no other change of it runs. */
-  private change<T>(id: string, change: (current: NetworkRecord) => Promise<T>): Promise<T> {
+  /** Runs `change` on the current (committed) version of `id` while no other change of it runs. */
+  private change<T>(id: string, change: (current: Indexed) => Promise<T>): Promise<T> {
     if (!this.mirror.has(id)) notFound(id);
-    return this.locks.run(id, () => change(this.get(id)));
+    return this.locks.run(id, () => change(this.mirror.get(id) ?? notFound(id)));
   }
 
-  private saveDocument(current: NetworkRecord, document: NetworkDocument, author: string, comment?: string): Promise<NetworkRecord> {
-    const state = machine.saved(current.state, this.now());
-    return this.commit({ document, state }, this.revisionOf(document, state, author, comment));
+  private saveDocument(current: Indexed, document: NetworkDocument, author: string, comment?: string): Promise<NetworkRecord> {
+    return this.commit(current, { document, state: machine.saved(current.record.state, this.now()) }, author, comment);
+  }
+
+  /** A change of the state alone: the document, and what the index derives from it, stay as they are. */
+  private changeState(id: string, next: (state: NetworkState) => NetworkState): Promise<NetworkRecord> {
+    return this.change(id, (current) => this.commit(current, { document: current.record.document, state: next(current.record.state) }));
   }
 
   /** Full replacement; the path id wins and a different body id is refused. */
@@ -160,19 +176,19 @@ export class NetworkCatalog {
   }
 
   updateModel(id: string, model: JsonObject, author: string, comment?: string): Promise<NetworkRecord> {
-    return this.change(id, (current) => this.saveDocument(current, { ...current.document, model }, author, comment));
+    return this.change(id, (current) => this.saveDocument(current, { ...current.record.document, model }, author, comment));
   }
 
   setStatus(id: string, status: RevisionStatus): Promise<NetworkRecord> {
-    return this.change(id, (current) => this.commit({ document: current.document, state: machine.statusSet(current.state, status) }));
+    return this.changeState(id, (state) => machine.statusSet(state, status));
   }
 
   publish(id: string, by: string): Promise<NetworkRecord> {
-    return this.change(id, (current) => this.commit({ document: current.document, state: machine.published(current.state, this.now(), by) }));
+    return this.changeState(id, (state) => machine.published(state, this.now(), by));
   }
 
   unpublish(id: string): Promise<NetworkRecord> {
-    return this.change(id, (current) => this.commit({ document: current.document, state: machine.unpublished(current.state) }));
+    return this.changeState(id, (state) => machine.unpublished(state));
   }
 
   /** Refused while another network includes this one (409 `{"network":[ids]}`). */

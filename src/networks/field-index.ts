@@ -1,5 +1,6 @@
 import type { IndexEntry, IndexScalar } from "./search-entry.js";
 import { covers } from "./search-entry.js";
+import { addTo, removeFrom, union, type Ids, type Postings } from "./postings.js";
 import { SortedKeys } from "./sorted-keys.js";
 import { fold } from "./text.js";
 
@@ -9,25 +10,6 @@ import { fold } from "./text.js";
  * value with a query argument of another type (see `same` in search-query.ts): `5`, `"5"` meet, and
  * so do `null` and `"null"`. It holds only what the entries say, so it can always be rebuilt from them.
  */
-
-const EMPTY: ReadonlySet<string> = new Set();
-
-function addTo(map: Map<string, Set<string>>, key: string, id: string): boolean {
-  let set = map.get(key);
-  const created = !set;
-  if (!set) map.set(key, (set = new Set()));
-  set.add(id);
-  return created;
-}
-
-function removeFrom(map: Map<string, Set<string>>, key: string, id: string): boolean {
-  const set = map.get(key);
-  if (!set) return false;
-  set.delete(id);
-  if (set.size > 0) return false;
-  map.delete(key);
-  return true;
-}
 
 /** The folded (lower case, unaccented) text of the non-null values, as `like` compares them. */
 function foldedKeys(values: readonly IndexScalar[]): Set<string> {
@@ -39,30 +21,76 @@ function foldedKeys(values: readonly IndexScalar[]): Set<string> {
 class PathIndex {
   constructor(readonly field: string) {}
 
-  readonly byValue = new Map<string, Set<string>>();
-  /** Ids with at least one value at this path (`exists`). */
-  readonly present = new Set<string>();
+  readonly byValue: Postings = new Map();
+  /** How many ids have at least one value at this path (the path is dropped at 0). */
+  count = 0;
+  /**
+   * Ids with at least one value at this path, for `exists`. Built at the first `exists` on this path
+   * (from the entries), then kept: most paths are never asked for, and every network has values at
+   * a dozen paths, so keeping them all would cost a dozen set insertions per creation.
+   */
+  present: Set<string> | undefined;
   /**
    * Folded values → ids, for `like`. Built at the first `like` on this path, since folding every
    * value of every network at open would cost more than most catalogues ever spend on `like`.
    */
-  folded: Map<string, Set<string>> | undefined;
+  folded: Postings | undefined;
   readonly foldedOrder = new SortedKeys();
 
   add(id: string, values: readonly IndexScalar[]): void {
     if (values.length === 0) return;
-    this.present.add(id);
+    this.count++;
+    this.present?.add(id);
     for (const v of values) addTo(this.byValue, String(v), id);
     if (this.folded) for (const k of foldedKeys(values)) if (addTo(this.folded, k, id)) this.foldedOrder.added(k);
   }
 
   remove(id: string, values: readonly IndexScalar[]): void {
     if (values.length === 0) return;
-    this.present.delete(id);
+    this.count--;
+    this.present?.delete(id);
     for (const v of values) removeFrom(this.byValue, String(v), id);
     if (this.folded) for (const k of foldedKeys(values)) if (removeFrom(this.folded, k, id)) this.foldedOrder.removed(k);
   }
+
+  /** The values of `id` here go from `before` to `after`: only the keys that differ are touched. */
+  replace(id: string, before: readonly IndexScalar[], after: readonly IndexScalar[]): void {
+    if (before.length === 0) return this.add(id, after);
+    if (after.length === 0) return this.remove(id, before);
+    if (after.length === 1 && before.length === 1) {
+      // The common case (state fields, single model values): no sets needed.
+      const b = String(before[0]);
+      const a = String(after[0]);
+      if (b !== a) {
+        removeFrom(this.byValue, b, id);
+        addTo(this.byValue, a, id);
+      }
+    } else {
+      const keys = new Set<string>();
+      for (const v of after) keys.add(String(v));
+      for (const v of before) {
+        const k = String(v);
+        if (!keys.has(k)) removeFrom(this.byValue, k, id);
+      }
+      for (const k of keys) addTo(this.byValue, k, id);
+    }
+    if (this.folded) {
+      const was = foldedKeys(before);
+      const is = foldedKeys(after);
+      for (const k of was) if (!is.has(k) && removeFrom(this.folded, k, id)) this.foldedOrder.removed(k);
+      for (const k of is) if (!was.has(k) && addTo(this.folded, k, id)) this.foldedOrder.added(k);
+    }
+  }
 }
+
+function sameValues(a: readonly IndexScalar[], b: readonly IndexScalar[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+const NONE: readonly IndexScalar[] = [];
 
 export class FieldIndex {
   private readonly paths = new Map<string, PathIndex>();
@@ -71,7 +99,9 @@ export class FieldIndex {
   constructor(private readonly entryOf: (id: string) => IndexEntry | undefined) {}
 
   add(entry: IndexEntry): void {
-    for (const [path, values] of Object.entries(entry.fields)) {
+    const fields = entry.fields;
+    for (const path in fields) {
+      const values = fields[path]!;
       if (values.length === 0) continue;
       let index = this.paths.get(path);
       if (!index) this.paths.set(path, (index = new PathIndex(path)));
@@ -81,11 +111,42 @@ export class FieldIndex {
 
   /** `entry` must be the very entry that was added for its id. */
   remove(entry: IndexEntry): void {
-    for (const [path, values] of Object.entries(entry.fields)) {
+    const fields = entry.fields;
+    for (const path in fields) {
+      const values = fields[path]!;
       const index = this.paths.get(path);
       if (!index) continue;
       index.remove(entry.id, values);
-      if (index.present.size === 0) this.paths.delete(path);
+      if (index.count === 0) this.paths.delete(path);
+    }
+  }
+
+  /**
+   * `before` (the very entry that was added for its id) is replaced by `after` (same id): only the
+   * paths whose values differ are touched, and within them only the keys that differ.
+   */
+  replace(before: IndexEntry, after: IndexEntry): void {
+    const id = after.id;
+    const was = before.fields;
+    const is = after.fields;
+    for (const path in is) {
+      const values = is[path]!;
+      const old = Object.hasOwn(was, path) ? was[path]! : NONE;
+      if (sameValues(old, values)) continue;
+      let index = this.paths.get(path);
+      if (!index) {
+        if (values.length === 0) continue;
+        this.paths.set(path, (index = new PathIndex(path)));
+      }
+      index.replace(id, old, values);
+      if (index.count === 0) this.paths.delete(path);
+    }
+    for (const path in was) {
+      if (Object.hasOwn(is, path)) continue;
+      const index = this.paths.get(path);
+      if (!index) continue;
+      index.remove(id, was[path]!);
+      if (index.count === 0) this.paths.delete(path);
     }
   }
 
@@ -102,48 +163,52 @@ export class FieldIndex {
     return out;
   }
 
-  private static union(sets: readonly ReadonlySet<string>[]): ReadonlySet<string> {
-    const nonEmpty = sets.filter((s) => s.size > 0);
-    // One set is answered as is (no copy): callers only read it, and only during this synchronous query.
-    if (nonEmpty.length <= 1) return nonEmpty[0] ?? EMPTY;
-    const out = new Set<string>();
-    for (const s of nonEmpty) for (const id of s) out.add(id);
-    return out;
-  }
+  // A single posting list is answered as is (no copy): callers only read it, and only during their
+  // synchronous query.
 
   /** Ids having, under `path`, a value whose text form is one of `keys`. */
   withValues(path: string, keys: readonly string[]): ReadonlySet<string> {
-    const sets: ReadonlySet<string>[] = [];
-    for (const index of this.covered(path)) for (const k of keys) sets.push(index.byValue.get(k) ?? EMPTY);
-    return FieldIndex.union(sets);
+    const lists: (Ids | undefined)[] = [];
+    for (const index of this.covered(path)) for (const k of keys) lists.push(index.byValue.get(k));
+    return union(lists);
   }
 
   /** Ids having, under `path`, a value whose text form passes `accept` (one test per distinct value). */
   withValueKeys(path: string, accept: (key: string) => boolean): ReadonlySet<string> {
-    const sets: ReadonlySet<string>[] = [];
-    for (const index of this.covered(path)) for (const [k, ids] of index.byValue) if (accept(k)) sets.push(ids);
-    return FieldIndex.union(sets);
+    const lists: Ids[] = [];
+    for (const index of this.covered(path)) for (const [k, ids] of index.byValue) if (accept(k)) lists.push(ids);
+    return union(lists);
   }
 
   /** Ids having any value under `path`. */
   withAnyValue(path: string): ReadonlySet<string> {
-    return FieldIndex.union(this.covered(path).map((i) => i.present));
+    return union(this.covered(path).map((i) => this.presentOf(i)));
   }
 
   /** Ids having, under `path`, a folded value that starts with `prefix` and passes `test`. */
   withFolded(path: string, prefix: string, test: (folded: string) => boolean): ReadonlySet<string> {
-    const sets: ReadonlySet<string>[] = [];
+    const lists: Ids[] = [];
     for (const index of this.covered(path)) {
       const folded = this.foldedOf(index);
-      for (const k of index.foldedOrder.withPrefix(prefix, () => folded.keys())) if (test(k)) sets.push(folded.get(k)!);
+      for (const k of index.foldedOrder.withPrefix(prefix, () => folded.keys())) if (test(k)) lists.push(folded.get(k)!);
     }
-    return FieldIndex.union(sets);
+    return union(lists);
   }
 
-  private foldedOf(index: PathIndex): Map<string, Set<string>> {
+  private presentOf(index: PathIndex): Set<string> {
+    if (index.present) return index.present;
+    const present = new Set<string>();
+    for (const ids of index.byValue.values()) {
+      if (typeof ids === "string") present.add(ids);
+      else for (const id of ids) present.add(id);
+    }
+    return (index.present = present);
+  }
+
+  private foldedOf(index: PathIndex): Postings {
     if (index.folded) return index.folded;
-    const folded = new Map<string, Set<string>>();
-    for (const id of index.present) for (const k of foldedKeys(this.entryOf(id)?.fields[index.field] ?? [])) addTo(folded, k, id);
+    const folded: Postings = new Map();
+    for (const id of this.presentOf(index)) for (const k of foldedKeys(this.entryOf(id)?.fields[index.field] ?? [])) addTo(folded, k, id);
     index.foldedOrder.reset();
     return (index.folded = folded);
   }

@@ -1,6 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { LocalizedText, NetworkRecord } from "./model.js";
-import { fold, words } from "./text.js";
+import { fold, sortedWords, words } from "./text.js";
 
 export type IndexScalar = string | number | boolean | null;
 
@@ -16,36 +16,61 @@ export interface IndexEntry {
   readonly words: readonly string[];
 }
 
-function addLocalized(fields: Record<string, IndexScalar[]>, prefix: string, list: readonly LocalizedText[]): void {
-  for (const { lang, value } of list) (fields[`${prefix}.${lang}`] ??= []).push(value);
+/** Adds the values of `list` under `prefix.lang` and returns the text of `list` appended to `text`. */
+function addLocalized(fields: Record<string, IndexScalar[]>, prefix: string, list: readonly LocalizedText[], text: string): string {
+  for (const { lang, value } of list) {
+    (fields[`${prefix}.${lang}`] ??= []).push(value);
+    text = text === "" ? value : `${text} ${value}`;
+  }
+  return text;
 }
 
 function addModel(fields: Record<string, IndexScalar[]>, path: string, value: JsonValue): void {
   if (Array.isArray(value)) {
     for (const item of value) addModel(fields, path, item);
   } else if (value !== null && typeof value === "object") {
-    for (const [key, child] of Object.entries(value)) addModel(fields, `${path}.${key}`, child);
+    for (const key in value) if (Object.hasOwn(value, key)) addModel(fields, `${path}.${key}`, value[key]!);
   } else {
     (fields[path] ??= []).push(value);
   }
 }
 
-export function indexEntryOf({ document: doc, state }: NetworkRecord): IndexEntry {
+function sameOne(list: readonly IndexScalar[] | undefined, value: IndexScalar): boolean {
+  return list !== undefined && list.length === 1 && list[0] === value;
+}
+
+/**
+ * `previous`, the entry of an earlier record of the same network, is only a shortcut: when the
+ * document is the very same object (status and publication changes), its document-derived fields
+ * and words are reused as they are, and so is every state field whose value did not change. The
+ * result equals (deeply, keys in the same order) what the entry computed afresh would be.
+ */
+export function indexEntryOf({ document: doc, state }: NetworkRecord, previous?: { readonly record: NetworkRecord; readonly entry: IndexEntry }): IndexEntry {
+  const published = state.publishedTag !== undefined;
+  if (previous && previous.record.document === doc && previous.entry.id === doc.id) {
+    const old = previous.entry.fields;
+    const fields: Record<string, readonly IndexScalar[]> = { ...old };
+    if (!sameOne(old.published, published)) fields.published = [published];
+    if (!sameOne(old.revisionStatus, state.revisionStatus)) fields.revisionStatus = [state.revisionStatus];
+    if (!sameOne(old.revisionsAhead, state.revisionsAhead)) fields.revisionsAhead = [state.revisionsAhead];
+    if (!sameOne(old.lastModifiedDate, state.lastUpdate)) fields.lastModifiedDate = [state.lastUpdate];
+    return { id: doc.id, fields, words: previous.entry.words };
+  }
   const fields: Record<string, IndexScalar[]> = {
     id: [doc.id],
-    studyIds: [...doc.studyIds],
-    networkIds: [...doc.networkIds],
-    published: [state.publishedTag !== undefined],
+    // Shared with the document, not copied: neither is ever changed in place.
+    studyIds: doc.studyIds as IndexScalar[],
+    networkIds: doc.networkIds as IndexScalar[],
+    published: [published],
     revisionStatus: [state.revisionStatus],
     revisionsAhead: [state.revisionsAhead],
     lastModifiedDate: [state.lastUpdate],
   };
-  addLocalized(fields, "name", doc.name);
-  addLocalized(fields, "acronym", doc.acronym);
-  addLocalized(fields, "description", doc.description);
+  let text = addLocalized(fields, "name", doc.name, "");
+  text = addLocalized(fields, "acronym", doc.acronym, text);
+  text = addLocalized(fields, "description", doc.description, text);
   addModel(fields, "model", doc.model);
-  const text = [...doc.name, ...doc.acronym, ...doc.description].map((l) => l.value).join(" ");
-  return { id: doc.id, fields, words: [...new Set(words(text))].sort() };
+  return { id: doc.id, fields, words: sortedWords(text) };
 }
 
 // Paths that never have children: looking them up needs no scan of the other keys.

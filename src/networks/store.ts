@@ -7,7 +7,8 @@ import type { IndexEntry } from "./search-entry.js";
  * LevelDB layout, one sublevel per kind: `doc` id → current document, `state` id → state,
  * `rev` id␀seq → revision, `idx` id → search index entry, `meta` → settings. Every change of a
  * network is one batch over these sublevels, so a crash leaves the old or the new network, never
- * a document whose state, history or index entry belongs to another version.
+ * a document whose state, history or index entry belongs to another version. A change of the state
+ * alone (status, publication) puts state and index entry only: its document and history stand.
  */
 
 const SEP = "\u0000";
@@ -17,11 +18,31 @@ function revKey(id: string, seq: number): string {
   return `${id}${SEP}${String(seq).padStart(SEQ_WIDTH, "0")}`;
 }
 
+/** The JSON of a revision around the JSON of its document, so that a document is stringified once. */
+export function revisionJson(seq: number, author: string, date: string, comment: string | undefined, documentJson: string): string {
+  // The same text as JSON.stringify of a RevisionRecord (same keys, same order).
+  const c = comment ? `,"comment":${JSON.stringify(comment)}` : "";
+  return `{"seq":${seq},"author":${JSON.stringify(author)},"date":${JSON.stringify(date)}${c},"document":${documentJson}}`;
+}
+
+/**
+ * One change of a network, values already encoded as JSON text: what changed is put, nothing else.
+ * A change that leaves the document as it is (status, publication) puts no document and no revision.
+ */
 export interface SaveOperation {
-  readonly record: NetworkRecord;
+  readonly id: string;
+  /** JSON of the new document; absent when the document did not change. */
+  readonly documentJson?: string;
+  readonly state: NetworkState;
   readonly entry: IndexEntry;
   /** Absent for changes that are not saves (status, publication). */
-  readonly revision?: RevisionRecord;
+  readonly revision?: { readonly seq: number; readonly json: string };
+}
+
+interface PutOperation {
+  readonly type: "put";
+  readonly key: string;
+  readonly value: string;
 }
 
 export interface StoredNetwork {
@@ -36,6 +57,11 @@ export class NetworkStore {
   private readonly revs;
   private readonly idx;
   private readonly meta;
+  /** Key prefixes of the sublevels: writes go to the root with prefixed keys and pre-encoded values. */
+  private readonly docPrefix: string;
+  private readonly statePrefix: string;
+  private readonly revPrefix: string;
+  private readonly idxPrefix: string;
 
   private constructor(private readonly db: Level<string, string>) {
     this.docs = db.sublevel<string, NetworkDocument>("doc", { valueEncoding: "json" });
@@ -43,6 +69,10 @@ export class NetworkStore {
     this.revs = db.sublevel<string, RevisionRecord>("rev", { valueEncoding: "json" });
     this.idx = db.sublevel<string, IndexEntry>("idx", { valueEncoding: "json" });
     this.meta = db.sublevel<string, string>("meta", { valueEncoding: "utf8" });
+    this.docPrefix = this.docs.prefix;
+    this.statePrefix = this.states.prefix;
+    this.revPrefix = this.revs.prefix;
+    this.idxPrefix = this.idx.prefix;
   }
 
   static async open(dir: string): Promise<NetworkStore> {
@@ -69,15 +99,20 @@ export class NetworkStore {
     return out;
   }
 
-  async save(op: SaveOperation): Promise<void> {
-    const id = op.record.document.id;
-    const batch = this.db
-      .batch()
-      .put(id, op.record.document, { sublevel: this.docs })
-      .put(id, op.record.state, { sublevel: this.states })
-      .put(id, op.entry, { sublevel: this.idx });
-    if (op.revision) batch.put(revKey(id, op.revision.seq), op.revision, { sublevel: this.revs });
-    await batch.write();
+  /**
+   * One array batch on the root database with the sublevels' key prefixes and the values as JSON
+   * text (utf8): the bytes stored are those the sublevels' json encoding would store, but nothing is
+   * stringified twice and no sublevel or chained-batch layer runs per operation.
+   */
+  save(op: SaveOperation): Promise<void> {
+    const id = op.id;
+    const ops: PutOperation[] = [
+      { type: "put", key: this.statePrefix + id, value: JSON.stringify(op.state) },
+      { type: "put", key: this.idxPrefix + id, value: JSON.stringify(op.entry) },
+    ];
+    if (op.documentJson !== undefined) ops.push({ type: "put", key: this.docPrefix + id, value: op.documentJson });
+    if (op.revision) ops.push({ type: "put", key: this.revPrefix + revKey(id, op.revision.seq), value: op.revision.json });
+    return this.db.batch(ops);
   }
 
   async saveEntries(entries: readonly IndexEntry[]): Promise<void> {

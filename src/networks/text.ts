@@ -3,16 +3,29 @@
  */
 
 const COMBINING_MARKS = /\p{M}+/gu;
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /** Lower case without accents (NFD then combining marks dropped). */
 export function fold(text: string): string {
+  // ASCII text has nothing to decompose and no marks: lower case is all (a shortcut, same result).
+  if (!NON_ASCII.test(text)) return text.toLowerCase();
   return text.normalize("NFD").replace(COMBINING_MARKS, "").toLowerCase();
 }
 
 const TAG = /<[^>]*>/g;
-const NON_WORD = /[^\p{L}\p{N}]+/u;
+const WORD = /[\p{L}\p{N}]+/gu;
 
 /** Folded words of a text; descriptions may hold HTML, whose tags are not words. */
 export function words(text: string): string[] {
-  return fold(text.replace(TAG, " ")).split(NON_WORD).filter((w) => w.length > 0);
+  // The maximal runs of letters and digits: what splitting on the runs of anything else leaves.
+  return fold(text.includes("<") ? text.replace(TAG, " ") : text).match(WORD) ?? [];
+}
+
+/** The distinct words of a text in order (UTF-16 code unit order, as `<`). */
+export function sortedWords(text: string): string[] {
+  const list = words(text).sort();
+  let n = 0;
+  for (let i = 0; i < list.length; i++) if (i === 0 || list[i] !== list[n - 1]) list[n++] = list[i]!;
+  list.length = n;
+  return list;
 }

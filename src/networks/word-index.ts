@@ -1,3 +1,4 @@
+import { addTo, removeFrom, union, type Postings } from "./postings.js";
 import { SortedKeys } from "./sorted-keys.js";
 
 /**
@@ -6,30 +7,26 @@ import { SortedKeys } from "./sorted-keys.js";
  * open and kept in step with the mirror.
  */
 export class WordIndex {
-  private readonly ids = new Map<string, Set<string>>();
+  private readonly ids: Postings = new Map();
   private readonly vocabulary = new SortedKeys();
 
   add(id: string, words: readonly string[]): void {
-    for (const w of words) {
-      let set = this.ids.get(w);
-      if (!set) {
-        this.ids.set(w, (set = new Set()));
-        this.vocabulary.added(w);
-      }
-      set.add(id);
-    }
+    for (const w of words) if (addTo(this.ids, w, id)) this.vocabulary.added(w);
   }
 
   remove(id: string, words: readonly string[]): void {
-    for (const w of words) {
-      const set = this.ids.get(w);
-      if (!set) continue;
-      set.delete(id);
-      if (set.size === 0) {
-        this.ids.delete(w);
-        this.vocabulary.removed(w);
-      }
-    }
+    for (const w of words) if (removeFrom(this.ids, w, id)) this.vocabulary.removed(w);
+  }
+
+  /** The words of `id` go from `before` to `after`: only the words that differ are touched. */
+  replace(id: string, before: readonly string[], after: readonly string[]): void {
+    if (before === after) return;
+    const kept = new Set(after);
+    const removed: string[] = [];
+    for (const w of before) if (!kept.has(w)) removed.push(w);
+    this.remove(id, removed);
+    // Adding a word the id already has changes nothing.
+    this.add(id, after);
   }
 
   clear(): void {
@@ -50,16 +47,8 @@ export class WordIndex {
 
   // A single word's set is handed out as is: copying thousands of ids per query is the cost to avoid.
   private union(words: Iterable<string>): ReadonlySet<string> {
-    let only: Set<string> | undefined;
-    let out: Set<string> | undefined;
-    for (const w of words) {
-      const set = this.ids.get(w)!;
-      if (out) for (const id of set) out.add(id);
-      else if (only) {
-        out = new Set(only);
-        for (const id of set) out.add(id);
-      } else only = set;
-    }
-    return out ?? only ?? new Set();
+    const lists = [];
+    for (const w of words) lists.push(this.ids.get(w)!);
+    return union(lists);
   }
 }
