@@ -1,19 +1,18 @@
 /** Teardown callbacks that must run even when the run is interrupted (SIGINT/SIGTERM). */
-const pending = new Set<() => Promise<void>>();
+const registered: { readonly run: () => Promise<void> }[] = [];
 
-/** Registers `fn`; the returned function runs it once and unregisters it. */
+/**
+ * Registers `fn`; the returned function runs it once. Every caller, including `cleanupAll` and
+ * callers that arrive while it runs, waits for that one run to finish.
+ */
 export function onCleanup(fn: () => Promise<void>): () => Promise<void> {
-  let done = false;
-  const once = async () => {
-    if (done) return;
-    done = true;
-    pending.delete(once);
-    await fn();
-  };
-  pending.add(once);
-  return once;
+  let running: Promise<void> | undefined;
+  const run = () => (running ??= fn());
+  registered.push({ run });
+  return run;
 }
 
+/** Runs (or waits for) every registered teardown, the latest registered first; never throws. */
 export async function cleanupAll(): Promise<void> {
-  for (const fn of [...pending].reverse()) await fn().catch(() => {});
+  for (const entry of [...registered].reverse()) await entry.run().catch(() => {});
 }

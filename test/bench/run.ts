@@ -10,6 +10,7 @@ import { cleanupAll } from "./cleanup.js";
 import { runNetworksBench } from "./networks-bench.js";
 import { runRBench } from "./r-bench.js";
 import { render, type Section } from "./report.js";
+import { rWorkerCount } from "./server-process.js";
 
 const quick = ["1", "true", "yes"].includes((process.env.BENCH_QUICK ?? "").toLowerCase());
 const only = process.env.BENCH_ONLY ?? "";
@@ -20,7 +21,10 @@ if (only !== "" && only !== "r" && only !== "networks") {
 
 let interrupted = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
+  process.on(signal, () => {
+    // Only the first signal counts: a Ctrl-C reaches this process twice (from the terminal and
+    // relayed by tsx), and a second, default-handled SIGINT would kill it mid-cleanup.
+    if (interrupted) return;
     interrupted = true;
     console.error(`\n${signal}: cleaning up…`);
     void cleanupAll().finally(() => process.exit(130));
@@ -32,6 +36,7 @@ const log = (line: string) => console.error(`[${((performance.now() - started) /
 const cpu = os.cpus()[0]?.model ?? "?";
 console.log(`# rock benchmarks${quick ? " (BENCH_QUICK)" : ""} — node ${process.version}, ${os.cpus().length} × ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`);
 
+const rBefore = rWorkerCount();
 const sections: Section[] = [];
 let failed = false;
 try {
@@ -43,6 +48,8 @@ try {
 } finally {
   await cleanupAll();
 }
+const rAfter = rWorkerCount();
+log(`R worker processes (src/r/worker.R) on this machine: ${rBefore} before the run, ${rAfter} after${rAfter > rBefore ? " — some were left behind" : ""}.`);
 const fails = sections.flatMap((s) => s.rows.filter((r) => r.verdict === "FAIL").map((r) => `${s.title}: ${r.figure}`));
 console.log(`\nTargets: ${sections.flatMap((s) => s.rows).filter((r) => r.verdict === "pass").length} pass, ${fails.length} fail${fails.length ? "\n  - " + fails.join("\n  - ") : ""}`);
 console.log(`Done in ${((performance.now() - started) / 1000).toFixed(0)} s.`);

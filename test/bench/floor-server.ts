@@ -1,0 +1,59 @@
+/**
+ * The floors of the eval round-trips, run by r-bench.ts in a process of their own (like the server
+ * under test): a bare node:http server answering "2", a bare @grpc/grpc-js server and a bare
+ * Connect-ES (connect-node, h2c) server answering GetSession. Prints their ports as one JSON line on
+ * stdout; exits on SIGTERM/SIGINT or when stdin closes (the bench process is gone).
+ */
+import http from "node:http";
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import * as grpc from "@grpc/grpc-js";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { RServiceService, type RServiceServer } from "../../gen/grpc-js/rock/r/v1/rservice.js";
+
+export interface FloorPorts {
+  readonly http: number;
+  readonly grpcJs: number;
+  readonly connect: number;
+}
+
+const SUBJECT = "admin";
+
+const listen = (server: http.Server | http2.Http2Server) =>
+  new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port));
+  });
+
+const h1 = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  req.resume();
+  req.once("end", () => res.writeHead(200, { "content-type": "application/json", "content-length": 1 }).end("2"));
+});
+
+const g = new grpc.Server();
+const impl: Pick<RServiceServer, "getSession"> = {
+  getSession: (req, cb) => cb(null, { session: { id: req.request.id, subject: SUBJECT, busy: false, createdDate: "", lastAccessDate: "" } }),
+};
+g.addService(RServiceService, impl);
+const grpcJs = await new Promise<number>((resolve, reject) =>
+  g.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+);
+
+const h2 = http2.createServer(
+  connectNodeAdapter({
+    routes(router) {
+      router.rpc(RService.method.getSession, (req) => ({ session: { id: req.id, subject: SUBJECT, busy: false } }));
+    },
+  }),
+);
+
+const ports: FloorPorts = { http: await listen(h1), grpcJs, connect: await listen(h2) };
+process.stdout.write(JSON.stringify(ports) + "\n");
+
+const exit = () => process.exit(0);
+process.once("SIGTERM", exit);
+process.once("SIGINT", exit);
+process.stdin.on("end", exit);
+process.stdin.on("close", exit);
+process.stdin.resume();
