@@ -16,9 +16,8 @@ import type {
 } from "../../gen/grpc-js/rock/r/v1/rservice.js";
 import { basic, startTestServer, type TestServer } from "../support/server.js";
 import { connectClient, grpcClients, metadataFor, rest, type RestAnswer } from "../support/clients.js";
-import { rscript } from "./support.js";
+import { alive, rscript, until } from "./support.js";
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const RSCRIPT = { "content-type": "application/x-rscript" };
 const MB = 1024 * 1024;
 
@@ -52,22 +51,7 @@ async function inR(bytes: Buffer, code: string): Promise<string> {
   }
 }
 
-async function until(condition: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await sleep(20);
-  }
-}
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The process group of a process (an R session's is its R server's pid). */
 function groupOf(pid: number): number {

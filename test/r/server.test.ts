@@ -5,27 +5,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConsoleLog } from "../../src/r/console-log.js";
-import { caller, collect, ctxOf, startRig, text, type Rig } from "./support.js";
+import { alive, caller, collect, ctxOf, sleep, startRig, text, until, type Rig } from "./support.js";
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const admin = caller("root", "administrator");
 
-async function until(condition: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await sleep(50);
-  }
-}
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe("R server process", function () {
   this.timeout(60_000);

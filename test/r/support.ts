@@ -91,3 +91,23 @@ export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
 }
 
 export const text = (s: string): Uint8Array => Buffer.from(s, "utf8");
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `condition` until it holds, failing after `ms`. */
+export async function until(condition: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await sleep(20);
+  }
+}
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
