@@ -25,6 +25,8 @@ interface Running {
   interruptRequested: boolean;
 }
 
+/** Markers on the output stream are NUL + a type byte; printed text never holds NUL. */
+const MARKER_LEAD = 0;
 const EVAL_MARKER = 0;
 const SYNC_MARKER = 1;
 /**
@@ -41,7 +43,7 @@ const ONE_READ = 4096 - DRAIN.length;
 
 /**
  * One forked R session process: the main socket carries requests and framed events, the output socket
- * the raw text of sink() with one marker byte per main-socket event, which is how the two streams are
+ * the raw text of sink() with one marker (NUL + type byte) per main-socket event, which is how the two streams are
  * merged back in order. Runs one request at a time (the session's queue guarantees it).
  */
 export class RChild {
@@ -49,6 +51,8 @@ export class RChild {
   private readonly decoder = new StringDecoder("utf8");
   private running: Running | undefined;
   private drainFirst = false;
+  /** A marker's NUL ended the last chunk; its type byte starts the next. */
+  private markerPending = false;
   private ended = false;
   private readonly closeListeners: Array<() => void> = [];
 
@@ -145,16 +149,30 @@ export class RChild {
 
   private onOutput(chunk: Buffer): void {
     let start = 0;
-    for (let i = 0; i < chunk.length; i++) {
-      const byte = chunk[i];
-      if (byte !== EVAL_MARKER && byte !== SYNC_MARKER && byte !== START_MARKER) continue;
+    let i = 0;
+    if (this.markerPending) {
+      this.markerPending = false;
+      this.marker(chunk[0]!);
+      start = i = 1;
+    }
+    for (; i < chunk.length; i++) {
+      if (chunk[i] !== MARKER_LEAD) continue;
       if (i > start) this.output(this.decoder.write(chunk.subarray(start, i)));
+      if (i + 1 === chunk.length) {
+        this.markerPending = true;
+        start = chunk.length;
+        break;
+      }
+      this.marker(chunk[++i]!);
       start = i + 1;
-      if (byte === START_MARKER) this.started();
-      else this.running?.output.push(null);
     }
     if (start < chunk.length) this.output(this.decoder.write(start === 0 ? chunk : chunk.subarray(start)));
     if (this.running) this.release(this.running);
+  }
+
+  private marker(type: number): void {
+    if (type === START_MARKER) this.started();
+    else if (type === EVAL_MARKER || type === SYNC_MARKER) this.running?.output.push(null);
   }
 
   private started(): void {

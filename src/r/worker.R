@@ -20,9 +20,11 @@ local({
   # R's default socket timeout (60 s) would end an idle session: wait for a year instead.
   forever <- 31536000L
   nul <- as.raw(0L)
-  eval_marker <- as.raw(0L)
-  sync_marker <- as.raw(1L)
-  start_marker <- as.raw(2L)
+  # Markers on the output stream are NUL + a type byte: printed text can hold any other byte (cat("\001")
+  # prints byte 1) but never NUL, which R strings cannot contain.
+  eval_marker <- as.raw(c(0L, 0L))
+  sync_marker <- as.raw(c(0L, 1L))
+  start_marker <- as.raw(c(0L, 2L))
   # R reads a socket 4096 bytes at a time: a request frame up to this size is taken in one read, even
   # behind a drain frame (5 bytes). Node uses the same figure.
   one_read <- 4091L

@@ -133,6 +133,30 @@ describe("R values", function () {
     expect((await session.eval(text("w"), "json")).toString()).to.equal("[1,2]");
   });
 
+  it("keeps order and text when printed output holds control bytes", async () => {
+    const events = await collect(
+      rig.handlers.execute!(
+        {
+          $typeName: "rock.r.v1.ExecuteRequest",
+          id: session.id,
+          accept: "",
+          script: create(HttpBodySchema, { data: text("cat('a\\001b\\n'); message('m'); cat('\\002c\\n'); 42") }),
+        },
+        ctxOf(user),
+      ),
+    );
+    const flat = events.map((e) => {
+      const event = (e as { event: { case: string; value: unknown } }).event;
+      return [event.case, event.case === "json" ? (event.value as { kind: { value: unknown } }).kind.value : event.value];
+    });
+    expect(flat).to.deep.equal([
+      ["output", "a\u0001b\n"],
+      ["message", "m\n"],
+      ["output", "\u0002c\n"],
+      ["json", 42],
+    ]);
+  });
+
   it("streams output, messages and warnings of Execute in order, then the value", async () => {
     const events = await collect(
       rig.handlers.execute!(
