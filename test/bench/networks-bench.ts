@@ -8,31 +8,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Level } from "level";
 import { NetworkCatalog } from "../../src/networks/catalog.js";
-import type { NetworkInput } from "../../src/networks/model.js";
 import { onCleanup } from "./cleanup.js";
 import { HttpClient } from "./http-client.js";
 import { startServerProcess } from "./server-process.js";
 import { ms, percent, perSecond, section, verdict, type Section } from "./report.js";
 import { rate, sample, summarize } from "./stats.js";
+import { benchDocument } from "../networks/bench-documents.js";
 
 export interface NetworksBenchOptions {
   readonly quick: boolean;
   readonly log: (line: string) => void;
 }
 
-// Same documents as test/networks/bench.ts.
-const WORDS = ["health", "santé", "cohort", "birth", "ageing", "genetics", "nutrition", "réseau", "mental", "cancer"];
-
-function doc(i: number): NetworkInput {
-  const w = (k: number) => WORDS[(i * 7 + k) % WORDS.length]!;
-  return {
-    name: [{ lang: "en", value: `${w(0)} ${w(1)} network ${i}` }, { lang: "fr", value: `Réseau ${w(2)} ${i}` }],
-    acronym: [{ lang: "en", value: `N${i}` }],
-    description: [{ lang: "en", value: `<p>About ${w(3)} and ${w(4)} studies, number ${i}.</p>` }],
-    studyIds: [`s${i % 50}`, `s${(i * 3) % 50}`],
-    model: { country: ["CA", "FR", "DE"][i % 3]!, size: i % 100, contact: { email: `n${i}@example.org` } },
-  };
-}
+const doc = benchDocument;
 
 /** The same document as the REST (proto3 JSON) body of a Network. */
 function wire(i: number, id: string): string {

@@ -14,23 +14,12 @@ import { join } from "node:path";
 import { Level } from "level";
 import { NetworkCatalog } from "../../src/networks/catalog.js";
 import { normalizeDocument } from "../../src/networks/document.js";
-import type { NetworkInput } from "../../src/networks/model.js";
 import { indexEntryOf } from "../../src/networks/search-entry.js";
 import * as machine from "../../src/networks/state-machine.js";
+import { benchDocument } from "./bench-documents.js";
 
 const COUNT = Number(process.argv[2] ?? 10_000);
-const WORDS = ["health", "santé", "cohort", "birth", "ageing", "genetics", "nutrition", "réseau", "mental", "cancer"];
-
-function doc(i: number): NetworkInput {
-  const w = (k: number) => WORDS[(i * 7 + k) % WORDS.length]!;
-  return {
-    name: [{ lang: "en", value: `${w(0)} ${w(1)} network ${i}` }, { lang: "fr", value: `Réseau ${w(2)} ${i}` }],
-    acronym: [{ lang: "en", value: `N${i}` }],
-    description: [{ lang: "en", value: `<p>About ${w(3)} and ${w(4)} studies, number ${i}.</p>` }],
-    studyIds: [`s${i % 50}`, `s${(i * 3) % 50}`],
-    model: { country: ["CA", "FR", "DE"][i % 3]!, size: i % 100, contact: { email: `n${i}@example.org` } },
-  };
-}
+const doc = benchDocument;
 
 function rate(n: number, ms: number): number {
   return Math.round((n / ms) * 1000);
@@ -107,8 +96,8 @@ try {
   const publishRate = await timed(updates, (i) => catalog.publish(`n${i}`, "bench"));
 
   // Some published networks edited again and some under review, so that every filter selects.
-  for (let i = 0; i < 1000; i++) await catalog.update(`n${i * 5}`, doc(i * 5 + 2), "bench");
-  for (let i = 0; i < 500; i++) await catalog.setStatus(`n${i * 7 + 1}`, "UNDER_REVIEW");
+  for (let i = 0; i * 5 < updates; i++) await catalog.update(`n${i * 5}`, doc(i * 5 + 2), "bench");
+  for (let i = 0; i * 7 + 1 < COUNT && i < 500; i++) await catalog.setStatus(`n${i * 7 + 1}`, "UNDER_REVIEW");
 
   const queries: Record<string, Parameters<NetworkCatalog["list"]>[0]> = {
     "list limit 20": { limit: 20 },
