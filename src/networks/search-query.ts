@@ -167,25 +167,18 @@ function compileCall(call: RqlCall, index: QueryIndex | undefined): Node {
       const p = compileCall(inner, index).test;
       return scan((e) => !p(e));
     }
+    // eq/ne are in/out of a single value.
     case "eq":
-    case "ne": {
-      arity(call, 2, 2);
-      const field = fieldArg(call, call.args[0]);
-      const value = scalarArg(call, call.args[1]);
-      const hit: Node = index
-        ? indexed(index.fields.withValues(field, [String(value)]))
-        : scan((e) => valuesAt(e, field).some((v) => same(v, value)));
-      return call.op === "eq" ? hit : scan((e) => !hit.test(e));
-    }
+    case "ne":
     case "in":
     case "out": {
       arity(call, 2, 2);
       const field = fieldArg(call, call.args[0]);
-      const values = listArg(call, call.args[1]);
+      const values = call.op === "eq" || call.op === "ne" ? [scalarArg(call, call.args[1])] : listArg(call, call.args[1]);
       const hit: Node = index
         ? indexed(index.fields.withValues(field, values.map(String)))
         : scan((e) => valuesAt(e, field).some((v) => values.some((w) => same(v, w))));
-      return call.op === "in" ? hit : scan((e) => !hit.test(e));
+      return call.op === "eq" || call.op === "in" ? hit : scan((e) => !hit.test(e));
     }
     case "lt":
     case "le":

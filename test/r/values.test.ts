@@ -133,18 +133,17 @@ describe("R values", function () {
     expect((await session.eval(text("w"), "json")).toString()).to.equal("[1,2]");
   });
 
-  it("keeps order and text when printed output holds control bytes", async () => {
-    const events = await collect(
+  /** Every event of an Execute call, as the handler streams them. */
+  const execute = (script: string) =>
+    collect(
       rig.handlers.execute!(
-        {
-          $typeName: "rock.r.v1.ExecuteRequest",
-          id: session.id,
-          accept: "",
-          script: create(HttpBodySchema, { data: text("cat('a\\001b\\n'); message('m'); cat('\\002c\\n'); 42") }),
-        },
+        { $typeName: "rock.r.v1.ExecuteRequest", id: session.id, accept: "", script: create(HttpBodySchema, { data: text(script) }) },
         ctxOf(user),
       ),
     );
+
+  it("keeps order and text when printed output holds control bytes", async () => {
+    const events = await execute("cat('a\\001b\\n'); message('m'); cat('\\002c\\n'); 42");
     const flat = events.map((e) => {
       const event = (e as { event: { case: string; value: unknown } }).event;
       return [event.case, event.case === "json" ? (event.value as { kind: { value: unknown } }).kind.value : event.value];
@@ -158,19 +157,7 @@ describe("R values", function () {
   });
 
   it("streams output, messages and warnings of Execute in order, then the value", async () => {
-    const events = await collect(
-      rig.handlers.execute!(
-        {
-          $typeName: "rock.r.v1.ExecuteRequest",
-          id: session.id,
-          accept: "",
-          script: create(HttpBodySchema, {
-            data: text("cat('one\\n'); message('two'); warning('three'); print('four'); list(five = 5)"),
-          }),
-        },
-        ctxOf(user),
-      ),
-    );
+    const events = await execute("cat('one\\n'); message('two'); warning('three'); print('four'); list(five = 5)");
     const flat = events.map((e) => {
       const event = (e as { event: { case: string; value: unknown } }).event;
       return [event.case, event.case === "json" ? JSON.stringify(event.value) : event.value];
@@ -185,17 +172,7 @@ describe("R values", function () {
   });
 
   it("reports an R error as the last Execute event", async () => {
-    const events = await collect(
-      rig.handlers.execute!(
-        {
-          $typeName: "rock.r.v1.ExecuteRequest",
-          id: session.id,
-          accept: "",
-          script: create(HttpBodySchema, { data: text("cat('x'); stop('bad')") }),
-        },
-        ctxOf(user),
-      ),
-    );
+    const events = await execute("cat('x'); stop('bad')");
     const last = events.at(-1) as { event: { case: string; value: string } };
     expect(last.event).to.deep.include({ case: "error", value: "Error: bad" });
   });
