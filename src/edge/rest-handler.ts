@@ -2,10 +2,11 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import { create, type Message } from "@bufbuild/protobuf";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { createContextValues, createHandlerContext, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import type { Interceptor } from "@connectrpc/connect";
 import { invokeUnaryImplementation, transformInvokeImplementation } from "@connectrpc/connect/protocol";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
+import { createCallContext, type CallContext } from "./call-context.js";
 import { errorLine, restError, toRestError, type RestError } from "./errors.js";
 import { decodeRequest, isHttpBody, type RequestParts } from "./request-decoder.js";
 import { encodeUnary, ndjsonLine } from "./response-writer.js";
@@ -42,7 +43,6 @@ export interface RestEdgeOptions {
  * transport hop), and writes the answer. Raw bodies (HttpBody) stay bytes both ways.
  */
 type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
-type HandlerContextController = HandlerContext & { abort(reason?: unknown): void };
 
 /** The abort reason of a call that ended normally: shared, since an abort without one builds a DOMException per call. */
 const CALL_ENDED = new ConnectError("call ended", Code.Canceled);
@@ -71,14 +71,11 @@ export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
     const { route, vars } = found;
     const host = (req.headers.host ?? req.headers[":authority"] ?? "localhost") as string;
     const baseUrl = `http://${host}`;
-    const context = createHandlerContext({
-      service: route.spec.method.parent,
+    const context = createCallContext({
       method: route.spec.method,
-      protocolName: "rest",
       requestMethod: httpMethod,
       url: baseUrl + rawUrl,
       requestHeader: headerRecord(req.headers),
-      contextValues: createContextValues(),
       shutdownSignal: opts.shutdownSignal,
     });
     const parts: RequestParts = {
@@ -98,7 +95,7 @@ export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
     }
   }
 
-  async function dispatch(req: Req, res: Res, route: Route, parts: RequestParts, context: HandlerContextController, baseUrl: string): Promise<void> {
+  async function dispatch(req: Req, res: Res, route: Route, parts: RequestParts, context: CallContext, baseUrl: string): Promise<void> {
     switch (route.spec.kind) {
       case "unary": {
         const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
@@ -209,22 +206,47 @@ function headerRecord(h: http.IncomingHttpHeaders): [string, string][] {
   return out;
 }
 
-/** Reads a bounded body; routes without a body skip reading what a client may still send. */
-async function readBody(req: Req, route: Route, limit: number): Promise<Buffer | undefined> {
+/**
+ * The whole body of a non-upload request, up to `limit` bytes. Listens to the stream's events rather
+ * than iterating it: an async iterator over the request costs more than the rest of a small call.
+ * Routes without a body skip reading what a client may still send.
+ */
+function readBody(req: Req, route: Route, limit: number): Promise<Buffer | undefined> {
   if (!route.bodyField) {
     req.resume();
-    return undefined;
+    return Promise.resolve(undefined);
   }
   const declared = Number(req.headers["content-length"] ?? NaN);
-  if (declared > limit) throw tooLarge(req, limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(req, limit);
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+  if (declared > limit) return Promise.reject(tooLarge(req, limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (): void => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onFail);
+      req.off("close", onFail);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      settle();
+      reject(tooLarge(req, limit));
+    };
+    const onEnd = (): void => {
+      settle();
+      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+    };
+    // An error here is the client's connection ending early ("aborted"), not a fault of the server.
+    const onFail = (): void => {
+      settle();
+      reject(new ConnectError("client went away before sending the whole body", Code.Canceled));
+    };
+    req.on("data", onData);
+    req.once("end", onEnd);
+    req.once("error", onFail);
+    req.once("close", onFail);
+  });
 }
 
 function tooLarge(req: Req, limit: number): ConnectError {

@@ -49,12 +49,27 @@ local({
     repeat if (isTRUE(tryCatch({ writeBin(bytes, con); TRUE }, interrupt = function(i) FALSE))) break
   }
 
-  # One send per frame: a single send, so Nagle's algorithm never holds a frame's tail back.
-  write_frame <- function(con, type, payload = raw(0L)) {
+  # A frame is sent whole in one write, so Nagle's algorithm never holds its tail back.
+  frame_bytes <- function(type, payload) {
     n <- length(payload)
-    send(con, c(charToRaw(type),
-                as.raw(c(n %/% 16777216, (n %/% 65536) %% 256, (n %/% 256) %% 256, n %% 256)),
-                payload))
+    c(charToRaw(type), as.raw(c(n %/% 16777216, (n %/% 65536) %% 256, (n %/% 256) %% 256, n %% 256)), payload)
+  }
+
+  write_frame <- function(con, type, payload = raw(0L)) send(con, frame_bytes(type, payload))
+
+  # A marker on the output stream, then its frame on the main socket, under one handler (each costs
+  # as much as the rest of a small evaluation): an interrupt sends again what was not sent.
+  send_marked <- function(con, out, marker, type, payload) {
+    frame <- frame_bytes(type, payload)
+    marked <- FALSE
+    repeat if (isTRUE(tryCatch({
+      if (!marked) {
+        writeBin(marker, out)
+        marked <- TRUE
+      }
+      writeBin(frame, con)
+      TRUE
+    }, interrupt = function(i) FALSE))) break
   }
 
   text_raw <- function(x) charToRaw(enc2utf8(x))
@@ -120,10 +135,7 @@ local({
   # `early` for it. For a larger request (`announce`) R says when it starts evaluating (the start
   # marker) and Node holds the SIGINT back until then.
   evaluate <- function(con, out, work, announce) {
-    event <- function(type, text) {
-      send(out, sync_marker)
-      write_frame(con, type, text_raw(text))
-    }
+    event <- function(type, text) send_marked(con, out, sync_marker, type, text_raw(text))
     if (announce) send(out, start_marker)
     outcome <- if (state$early) {
       state$early <- FALSE
@@ -141,9 +153,8 @@ local({
         })),
       interrupt = function(i) list(ok = FALSE, error = "Error: evaluation interrupted"),
       error = function(e) list(ok = FALSE, error = error_text(e)))
-    send(out, eval_marker)
-    if (outcome$ok) write_frame(con, "V", outcome$value)
-    else write_frame(con, "X", text_raw(outcome$error))
+    if (outcome$ok) send_marked(con, out, eval_marker, "V", outcome$value)
+    else send_marked(con, out, eval_marker, "X", text_raw(outcome$error))
   }
 
   # A SIGINT that arrived after the evaluation it aimed at had ended stays pending while interrupts

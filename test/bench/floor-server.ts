@@ -1,7 +1,8 @@
 /**
  * The floors of the eval round-trips, run by r-bench.ts in a process of their own (like the server
  * under test): a bare node:http server answering "2", a bare @grpc/grpc-js server and a bare
- * Connect-ES (connect-node, h2c) server answering GetSession. Prints their ports as one JSON line on
+ * Connect-ES (connect-node, h2c) server answering GetSession, and a bare node:http2 server answering
+ * every call with one fixed GetSession message. Prints their ports as one JSON line on
  * stdout; exits on SIGTERM/SIGINT or when stdin closes (the bench process is gone).
  */
 import http from "node:http";
@@ -9,13 +10,16 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { GetSessionResponseSchema, RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { RServiceService, type RServiceServer } from "../../gen/grpc-js/rock/r/v1/rservice.js";
 
 export interface FloorPorts {
   readonly http: number;
   readonly grpcJs: number;
   readonly connect: number;
+  /** Bare node:http2, one fixed GetSession answer whatever the call. */
+  readonly h2: number;
 }
 
 const SUBJECT = "admin";
@@ -48,7 +52,24 @@ const h2 = http2.createServer(
   }),
 );
 
-const ports: FloorPorts = { http: await listen(h1), grpcJs, connect: await listen(h2) };
+const answer = (() => {
+  const body = toBinary(GetSessionResponseSchema, create(GetSessionResponseSchema, { session: { id: "floor", subject: SUBJECT } }));
+  const frame = Buffer.alloc(5 + body.length);
+  frame.writeUInt32BE(body.length, 1);
+  frame.set(body, 5);
+  return frame;
+})();
+const bareH2 = http2.createServer();
+bareH2.on("stream", (stream) => {
+  stream.resume();
+  stream.once("end", () => {
+    stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+    stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+    stream.end(answer);
+  });
+});
+
+const ports: FloorPorts = { http: await listen(h1), grpcJs, connect: await listen(h2), h2: await listen(bareH2) };
 process.stdout.write(JSON.stringify(ports) + "\n");
 
 const exit = () => process.exit(0);

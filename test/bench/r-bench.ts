@@ -12,7 +12,8 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { randomBytes } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
-import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { create as createMessage } from "@bufbuild/protobuf";
+import { EvalRequestSchema, EvalResponseSchema, GetSessionRequestSchema, GetSessionResponseSchema, RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import * as grpc from "@grpc/grpc-js";
 import { RServiceClient, type EvalRequest, type EvalResponse } from "../../gen/grpc-js/rock/r/v1/rservice.js";
 import { call, connectClient, grpcClients, metadataFor } from "../support/clients.js";
@@ -20,9 +21,11 @@ import { onCleanup } from "./cleanup.js";
 import type { FloorPorts } from "./floor-server.js";
 import { ROOT, startServerProcess, type ServerProcess } from "./server-process.js";
 import { HttpClient } from "./http-client.js";
+import { RawGrpcClient } from "./raw-grpc-client.js";
+import { RawHttpClient } from "./raw-http-client.js";
 import { QapClient, RserveProcess } from "./rserve-client.js";
 import { mbps, mib, ms, perSecond, section, times, verdict, type Section } from "./report.js";
-import { concurrentRate, PeakSampler, sample, summarize, type Summary } from "./stats.js";
+import { concurrentRate, PeakSampler, sample, sampleInterleaved, summarize, type Summary } from "./stats.js";
 
 export interface RBenchOptions {
   readonly quick: boolean;
@@ -48,13 +51,19 @@ class Ours {
   readonly connect: Client<typeof RService>;
   /** Connect-ES over the gRPC protocol (HTTP/2 h2c). */
   readonly connectGrpc: Client<typeof RService>;
+  readonly rawGrpc: RawGrpcClient;
   private readonly md = metadataFor(USER);
 
-  constructor(readonly server: ServerProcess) {
+  private constructor(readonly server: ServerProcess, readonly raw: RawHttpClient) {
     this.http = new HttpClient(server.port, USER);
     this.grpc = grpcClients(server.port);
     this.connect = connectClient(RService, server.port, "connect", USER);
     this.connectGrpc = connectClient(RService, server.port, "grpc", USER);
+    this.rawGrpc = new RawGrpcClient(server.port, USER);
+  }
+
+  static async of(server: ServerProcess): Promise<Ours> {
+    return new Ours(server, await RawHttpClient.connect(server.port, USER));
   }
 
   async createSession(http = this.http): Promise<string> {
@@ -70,6 +79,20 @@ class Ours {
     const a = await http.request("POST", `/r/session/${id}/_eval`, { headers: { "content-type": RSCRIPT, accept }, body: script });
     if (a.status !== 200) throw new Error(`eval answered ${a.status}: ${a.body.toString("utf8", 0, 300)}`);
     return a.body;
+  }
+
+  /** Eval over REST with the minimal HTTP/1.1 client. */
+  async rawRestEval(id: string, script: string, accept: string): Promise<Buffer> {
+    const a = await this.raw.request("POST", `/r/session/${id}/_eval`, { "Content-Type": RSCRIPT, Accept: accept }, script);
+    if (a.status !== 200) throw new Error(`eval answered ${a.status}: ${a.body.toString("utf8", 0, 300)}`);
+    return a.body;
+  }
+
+  /** Eval over gRPC with the minimal node:http2 client. */
+  async rawGrpcEval(id: string, script: string, accept: string): Promise<Uint8Array> {
+    const res = await this.rawGrpc.unary("/rock.r.v1.RService/Eval", EvalRequestSchema, createMessage(EvalRequestSchema, { id, script: { contentType: RSCRIPT, data: Buffer.from(script) }, accept }), EvalResponseSchema);
+    if (res.answer.case !== "value") throw new Error("gRPC eval: no value");
+    return res.answer.value.data;
   }
 
   async grpcEval(id: string, script: string, accept: string): Promise<Uint8Array> {
@@ -93,6 +116,8 @@ class Ours {
   close(): void {
     this.http.close();
     this.grpc.close();
+    this.raw.close();
+    this.rawGrpc.close();
   }
 }
 
@@ -112,7 +137,7 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
   const stopServer = server.stop;
   let stopRserve: (() => Promise<void>) | undefined;
   const qaps: QapClient[] = [];
-  const ours = new Ours(server);
+  const ours = await Ours.of(server);
   try {
     const rserve = await RserveProcess.start();
     stopRserve = onCleanup(() => rserve.stop());
@@ -162,6 +187,7 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     // ---- eval round-trips ----
     o.log(`R: eval round-trips (${iterations} each)…`);
     const id = await ours.createSession();
+    expectText(await ours.rawRestEval(id, "1+1", "application/json"), "2", "REST JSON (minimal client)");
     expectText(await ours.restEval(id, "1+1", "application/json"), "2", "REST JSON");
     expectText(await ours.grpcEval(id, "1+1", "application/json"), "2", "gRPC JSON");
     expectText(await ours.connectEval(id, "1+1", "application/json"), "2", "Connect JSON");
@@ -169,64 +195,88 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     const rdsRest = await ours.restEval(id, "1+1", OCTET);
     const rdsRserve = (await qap.eval(RDS_1)).payload;
     if (rdsRest.length < 30 || !rdsRserve.includes(rdsRest.subarray(0, 14))) throw new Error("REST R serialization does not look like serialize(1+1)");
+    if (!Buffer.from(await ours.rawGrpcEval(id, "1+1", OCTET)).equals(rdsRest)) throw new Error("gRPC R serialization differs from REST's");
 
     const measure = (work: () => Promise<unknown>) => sample(iterations, warmup, work).then(summarize);
     const floors = await startFloors();
-    let httpFloorTime: Summary, grpcFloorTime: Summary, connectFloorTime: Summary;
+    let httpFloorTime: Summary, rawHttpFloorTime: Summary, grpcFloorTime: Summary, connectFloorTime: Summary, h2FloorTime: Summary;
     try {
       const floorClient = new HttpClient(floors.ports.http, USER);
       httpFloorTime = await measure(() => floorClient.request("POST", "/", { headers: { "content-type": RSCRIPT }, body: "1+1" }));
       floorClient.close();
+      const rawFloor = await RawHttpClient.connect(floors.ports.http, USER);
+      rawHttpFloorTime = await measure(() => rawFloor.request("POST", "/", { "Content-Type": RSCRIPT }, "1+1"));
+      rawFloor.close();
       const grpcJsFloor = new RServiceClient(`127.0.0.1:${floors.ports.grpcJs}`, grpc.credentials.createInsecure());
       grpcFloorTime = await measure(() => call((cb) => grpcJsFloor.getSession({ id }, metadataFor(USER), cb)));
       grpcJsFloor.close();
       const connectFloor = connectClient(RService, floors.ports.connect, "grpc", USER);
       connectFloorTime = await measure(() => connectFloor.getSession({ id }));
+      const h2Floor = new RawGrpcClient(floors.ports.h2, USER);
+      h2FloorTime = await measure(() => h2Floor.unary("/rock.r.v1.RService/GetSession", GetSessionRequestSchema, createMessage(GetSessionRequestSchema, { id }), GetSessionResponseSchema));
+      h2Floor.close();
     } finally {
       await floors.stop();
     }
-    const restNoR = await measure(() => ours.http.ok("GET", `/r/session/${id}`));
-    const grpcNoR = await measure(() => call((cb) => ours.grpc.r.getSession({ id }, metadataFor(USER), cb)));
-    const connectGrpcNoR = await measure(() => ours.connectGrpc.getSession({ id }));
-    const rsPlain = await measure(() => qap.eval("1+1"));
-    const rsJson = await measure(() => qap.eval(JSON_1));
-    const rsRds = await measure(() => qap.eval(RDS_1));
-    const restJson = await measure(() => ours.restEval(id, "1+1", "application/json"));
-    const grpcJson = await measure(() => ours.grpcEval(id, "1+1", "application/json"));
-    const connectGrpcJson = await measure(() => ours.connectGrpcEval(id, "1+1", "application/json"));
-    const connectJson = await measure(() => ours.connectEval(id, "1+1", "application/json"));
-    const restRds = await measure(() => ours.restEval(id, "1+1", OCTET));
-    const grpcRds = await measure(() => ours.grpcEval(id, "1+1", OCTET));
-    const connectGrpcRds = await measure(() => ours.connectGrpcEval(id, "1+1", OCTET));
+    const getSession = createMessage(GetSessionRequestSchema, { id });
+    const m = await sampleInterleaved(
+      {
+        restNoR: () => ours.http.ok("GET", `/r/session/${id}`),
+        grpcNoR: () => call((cb) => ours.grpc.r.getSession({ id }, metadataFor(USER), cb)),
+        connectGrpcNoR: () => ours.connectGrpc.getSession({ id }),
+        rawGrpcNoR: () => ours.rawGrpc.unary("/rock.r.v1.RService/GetSession", GetSessionRequestSchema, getSession, GetSessionResponseSchema),
+        rsPlain: () => qap.eval("1+1"),
+        rsJson: () => qap.eval(JSON_1),
+        rsRds: () => qap.eval(RDS_1),
+        rawRestJson: () => ours.rawRestEval(id, "1+1", "application/json"),
+        restJson: () => ours.restEval(id, "1+1", "application/json"),
+        grpcJson: () => ours.grpcEval(id, "1+1", "application/json"),
+        connectGrpcJson: () => ours.connectGrpcEval(id, "1+1", "application/json"),
+        connectJson: () => ours.connectEval(id, "1+1", "application/json"),
+        restRds: () => ours.restEval(id, "1+1", OCTET),
+        rawGrpcRds: () => ours.rawGrpcEval(id, "1+1", OCTET),
+        grpcRds: () => ours.grpcEval(id, "1+1", OCTET),
+        connectGrpcRds: () => ours.connectGrpcEval(id, "1+1", OCTET),
+      },
+      iterations,
+      warmup,
+    );
+    const { restNoR, grpcNoR, connectGrpcNoR, rawGrpcNoR, rsPlain, rsJson, rsRds, rawRestJson, restJson, grpcJson, connectGrpcJson, connectJson, restRds, rawGrpcRds, grpcRds, connectGrpcRds } = m;
 
     const e = section("R eval round-trip of 1+1 (one session / one Rserve connection, sequential)");
-    const row = (figure: string, x: Summary, ref: Summary, refName: string, target?: { factor: number; label?: string }) => {
+    const row = (figure: string, x: Summary, ref: Summary, refName: string, factor?: number) => {
       e.rows.push({
         figure: `${figure} p50`,
         value: ms(x.p50),
         reference: `${refName} ${ms(ref.p50)}`,
         ratio: ratio(x.p50, ref.p50),
-        ...(target ? { target: `≤ ${target.factor}× Rserve${target.label ?? ""}`, verdict: verdict(x.p50 <= target.factor * ref.p50) } : {}),
+        ...(factor ? { target: `≤ ${factor}× Rserve`, verdict: verdict(x.p50 <= factor * ref.p50) } : {}),
       });
       e.rows.push({ figure: `${figure} p95`, value: ms(x.p95), reference: `${refName} ${ms(ref.p95)}`, ratio: ratio(x.p95, ref.p95) });
     };
-    row("JSON REST", restJson, rsJson, "Rserve toJSON", { factor: 1.5 });
+    // The targets are on the minimal clients, the counterparts of the minimal QAP1 client; the
+    // library clients are measured beside them.
+    row("JSON REST (minimal HTTP/1.1 client)", rawRestJson, rsJson, "Rserve toJSON", 1.5);
+    row("JSON REST (node:http client)", restJson, rsJson, "Rserve toJSON");
     row("JSON gRPC (grpc-js)", grpcJson, rsJson, "Rserve toJSON");
     row("JSON gRPC (Connect-ES)", connectGrpcJson, rsJson, "Rserve toJSON");
     row("JSON Connect", connectJson, rsJson, "Rserve toJSON");
-    row("RDS REST", restRds, rsRds, "Rserve serialize");
-    // The gRPC target is on the better of the two gRPC clients (by p50), named in the target column.
-    const connectBetter = connectGrpcRds.p50 < grpcRds.p50;
-    row("RDS gRPC (grpc-js)", grpcRds, rsRds, "Rserve serialize", connectBetter ? undefined : { factor: 2, label: " (better: grpc-js)" });
-    row("RDS gRPC (Connect-ES)", connectGrpcRds, rsRds, "Rserve serialize", connectBetter ? { factor: 2, label: " (better: Connect-ES)" } : undefined);
-    e.rows.push({ figure: "Rserve plain 1+1 p50 / p95", value: `${ms(rsPlain.p50)} / ${ms(rsPlain.p95)}`, reference: "(QAP1 floor)" });
-    e.rows.push({ figure: "floor: bare node:http p50 / p95", value: `${ms(httpFloorTime.p50)} / ${ms(httpFloorTime.p95)}`, reference: "(no edge, no R)" });
-    e.rows.push({ figure: "floor: REST GET /r/session/{id} p50 / p95", value: `${ms(restNoR.p50)} / ${ms(restNoR.p95)}`, reference: "(edge + auth, no R)" });
-    e.rows.push({ figure: "floor: bare grpc-js server, GetSession p50 / p95", value: `${ms(grpcFloorTime.p50)} / ${ms(grpcFloorTime.p95)}`, reference: "(grpc-js both sides, no work)" });
-    e.rows.push({ figure: "floor: bare Connect-ES h2c server, GetSession p50 / p95", value: `${ms(connectFloorTime.p50)} / ${ms(connectFloorTime.p95)}`, reference: "(Connect-ES gRPC both sides, no work)" });
-    e.rows.push({ figure: "floor: gRPC GetSession (grpc-js) p50 / p95", value: `${ms(grpcNoR.p50)} / ${ms(grpcNoR.p95)}`, reference: "(h2 + auth, no R)" });
-    e.rows.push({ figure: "floor: gRPC GetSession (Connect-ES) p50 / p95", value: `${ms(connectGrpcNoR.p50)} / ${ms(connectGrpcNoR.p95)}`, reference: "(h2 + auth, no R)" });
-    e.notes.push(`${iterations} iterations after ${warmup} warm-up; REST: node:http, one keep-alive socket; gRPC: @grpc/grpc-js and Connect-ES createGrpcTransport (both h2c, one HTTP/2 connection each); Connect: Connect-ES, HTTP/1.1.`);
+    row("RDS REST (node:http client)", restRds, rsRds, "Rserve serialize");
+    row("RDS gRPC (minimal node:http2 client)", rawGrpcRds, rsRds, "Rserve serialize", 2);
+    row("RDS gRPC (grpc-js)", grpcRds, rsRds, "Rserve serialize");
+    row("RDS gRPC (Connect-ES)", connectGrpcRds, rsRds, "Rserve serialize");
+    const floor = (figure: string, x: Summary, what: string) => e.rows.push({ figure: `${figure} p50 / p95`, value: `${ms(x.p50)} / ${ms(x.p95)}`, reference: what });
+    floor("Rserve plain 1+1", rsPlain, "(QAP1 floor)");
+    floor("floor: bare node:http, minimal client", rawHttpFloorTime, "(no edge, no R)");
+    floor("floor: bare node:http, node:http client", httpFloorTime, "(no edge, no R)");
+    floor("floor: REST GET /r/session/{id}, node:http client", restNoR, "(edge + auth, no R)");
+    floor("floor: bare node:http2 gRPC answer, minimal client", h2FloorTime, "(no Connect, no R)");
+    floor("floor: bare grpc-js server, GetSession", grpcFloorTime, "(grpc-js both sides, no work)");
+    floor("floor: bare Connect-ES h2c server, GetSession", connectFloorTime, "(Connect-ES gRPC both sides, no work)");
+    floor("floor: gRPC GetSession, minimal client", rawGrpcNoR, "(h2 + Connect + auth, no R)");
+    floor("floor: gRPC GetSession (grpc-js)", grpcNoR, "(h2 + auth, no R)");
+    floor("floor: gRPC GetSession (Connect-ES)", connectGrpcNoR, "(h2 + auth, no R)");
+    e.notes.push(`${iterations} iterations after ${warmup} warm-up, in 10 interleaved rounds (every row of rock and Rserve takes 1/10 of its samples per round); REST: a minimal HTTP/1.1 client (one write per request, answer read by Content-Length) and node:http, one keep-alive socket each; gRPC: a minimal node:http2 client (hand-framed messages), @grpc/grpc-js and Connect-ES createGrpcTransport (all h2c, one HTTP/2 connection each); Connect: Connect-ES, HTTP/1.1.`);
     e.notes.push("The server (node src/main.ts), Rserve and the bare floor servers each run in a process of their own; the clients run in this one.");
     e.notes.push(`Rserve JSON = ${JSON_1}; Rserve RDS = ${RDS_1}.`);
     sections.push(e);

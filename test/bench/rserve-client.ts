@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
+import { SocketReader } from "./socket-reader.js";
 
 const ID_LENGTH = 32;
 const HEADER = 16;
@@ -20,26 +21,11 @@ export interface QapAnswer {
 
 /** One QAP1 connection: one request in flight at a time. */
 export class QapClient {
-  private chunks: Buffer[] = [];
-  private buffered = 0;
-  private waiter: { need: number; resolve: (b: Buffer) => void; reject: (e: Error) => void } | undefined;
-  private failure: Error | undefined;
+  private readonly reader: SocketReader;
 
   private constructor(private readonly socket: net.Socket) {
     socket.setNoDelay(true);
-    socket.on("data", (chunk: Buffer) => {
-      this.chunks.push(chunk);
-      this.buffered += chunk.length;
-      this.pump();
-    });
-    const fail = (e: Error) => {
-      this.failure = e;
-      const w = this.waiter;
-      this.waiter = undefined;
-      w?.reject(e);
-    };
-    socket.on("error", fail);
-    socket.on("close", () => fail(new Error("Rserve connection closed")));
+    this.reader = new SocketReader(socket, "Rserve");
   }
 
   /** Connects and reads the 32-byte ID string (`Rsrv0103QAP1...`). */
@@ -50,7 +36,7 @@ export class QapClient {
       socket.once("error", reject);
     });
     const client = new QapClient(socket);
-    const id = (await client.read(ID_LENGTH)).toString("latin1");
+    const id = (await client.reader.read(ID_LENGTH)).toString("latin1");
     if (!id.startsWith("Rsrv") || !id.includes("QAP1")) throw new Error(`not an Rserve QAP1 server: ${JSON.stringify(id)}`);
     return client;
   }
@@ -65,10 +51,10 @@ export class QapClient {
     message.writeUInt32LE(DT_STRING | (padded << 8), HEADER);
     text.copy(message, HEADER + 4);
     this.socket.write(message);
-    const header = await this.read(HEADER);
+    const header = await this.reader.read(HEADER);
     const cmd = header.readInt32LE(0);
     const length = header.readUInt32LE(4) + header.readUInt32LE(12) * 2 ** 32;
-    const payload = length > 0 ? await this.read(length) : Buffer.alloc(0);
+    const payload = length > 0 ? await this.reader.read(length) : Buffer.alloc(0);
     if (cmd !== RESP_OK) {
       const status = (cmd >>> 24) & 0x7f;
       throw new Error((cmd & 0xffffff) === RESP_ERR ? `Rserve error status 0x${status.toString(16)} for ${expression}` : `unexpected Rserve response 0x${cmd.toString(16)}`);
@@ -82,26 +68,6 @@ export class QapClient {
       this.socket.once("close", () => resolve());
       this.socket.end();
     });
-  }
-
-  private read(need: number): Promise<Buffer> {
-    if (this.failure) return Promise.reject(this.failure);
-    return new Promise((resolve, reject) => {
-      this.waiter = { need, resolve, reject };
-      this.pump();
-    });
-  }
-
-  private pump(): void {
-    const w = this.waiter;
-    if (!w || this.buffered < w.need) return;
-    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.buffered);
-    const out = all.subarray(0, w.need);
-    const rest = all.subarray(w.need);
-    this.chunks = rest.length > 0 ? [rest] : [];
-    this.buffered = rest.length;
-    this.waiter = undefined;
-    w.resolve(out);
   }
 }
 

@@ -31,6 +31,32 @@ export async function sample(count: number, warmup: number, work: (i: number) =>
   return samples;
 }
 
+/**
+ * Samples several works in interleaved rounds: each runs `warmup` times, then every round runs each
+ * work count/rounds times in turn. The machine's slow and fast phases (this VM's figures move by a
+ * third between minutes) then weigh on every work alike, which one block per work does not ensure.
+ */
+export async function sampleInterleaved<K extends string>(
+  works: Readonly<Record<K, () => Promise<unknown>>>,
+  count: number,
+  warmup: number,
+  rounds = 10,
+): Promise<Record<K, Summary>> {
+  const keys = Object.keys(works) as K[];
+  const samples = {} as Record<K, number[]>;
+  for (const k of keys) {
+    samples[k] = [];
+    for (let i = 0; i < warmup; i++) await works[k]();
+  }
+  const perRound = Math.max(1, Math.ceil(count / rounds));
+  for (let r = 0; r < rounds; r++) {
+    for (const k of keys) samples[k].push(...(await sample(perRound, 0, works[k])));
+  }
+  const out = {} as Record<K, Summary>;
+  for (const k of keys) out[k] = summarize(samples[k]);
+  return out;
+}
+
 /** Operations per second of `count` sequential calls of `work`. */
 export async function rate(count: number, work: (i: number) => Promise<unknown>): Promise<number> {
   const start = performance.now();

@@ -288,6 +288,23 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
       expect(res.json()).to.deep.equal({ status: "400", key: "invalid_argument", args: [], message: "Error in f(): boom" });
     });
 
+    it("does not evaluate a script whose client left before sending all of it", async () => {
+      const id = await newSession();
+      const sent = "partial <- TRUE\n";
+      await new Promise<void>((resolve, reject) => {
+        const req = http.request(`${server.url}/r/session/${id}/_eval`, {
+          method: "POST",
+          headers: { authorization: basic("user"), ...RSCRIPT, "content-length": String(sent.length + 100) },
+        });
+        req.on("error", () => resolve());
+        req.on("response", (res) => reject(new Error(`answered ${res.statusCode} to half a body`)));
+        req.write(sent, () => setTimeout(() => req.destroy(), 200));
+      });
+      const after = await evalR(id, "exists('partial')");
+      expect(after.status, after.text).to.equal(200);
+      expect(after.text).to.equal("false");
+    });
+
     it("answers over Connect too", async () => {
       const id = await newSession();
       const client = connectClient(RService, server.port, "connect", "user");
