@@ -13,6 +13,10 @@ export type EventSink = (event: EvalEvent) => void;
 export type Outcome = { readonly ok: true; readonly value: Buffer } | { readonly ok: false; readonly error: string };
 
 interface Running {
+  /** A live request (frame type L): its events are framed and ordered by markers, its output streamed. */
+  readonly live: boolean;
+  /** Live: R has not sent the start marker yet, so output still belongs to earlier requests. */
+  awaitingStart: boolean;
   readonly sink: EventSink | undefined;
   readonly resolve: (outcome: Outcome) => void;
   /** Frames of the main socket not released yet: each waits for its marker on the output stream. */
@@ -38,13 +42,18 @@ const SYNC_MARKER = 1;
  */
 const START_MARKER = 2;
 const DRAIN = encodeFrame("D");
+const LIVE = "L".charCodeAt(0);
 /** R reads a socket 4096 bytes at a time; room is left for a drain frame sent with the request. */
 const ONE_READ = 4096 - DRAIN.length;
 
 /**
- * One forked R session process: the main socket carries requests and framed events, the output socket
- * the raw text of sink() with one marker (NUL + type byte) per main-socket event, which is how the two streams are
- * merged back in order. Runs one request at a time (the session's queue guarantees it).
+ * One forked R session process: the main socket carries requests and answers, the output socket the
+ * raw text of sink(). A live request (Execute) also gets framed events on the main socket, with a
+ * marker (NUL + type byte) on the output stream for each and for its start, which is how the two
+ * streams are merged back in order; any other request's printed text, messages and warnings go to the
+ * console log in R's order on the output stream alone, and its answer needs no marker (so the log may
+ * receive the last of that text just after the answer). Runs one request at a time (the session's
+ * queue guarantees it).
  */
 export class RChild {
   private readonly frames = new FrameReader();
@@ -87,11 +96,15 @@ export class RChild {
     else this.closeListeners.push(listener);
   }
 
+  /** Runs one request; `sink` receives the events of a live one (see evalFrame). */
   run(request: Buffer, sink?: EventSink): Promise<Outcome> {
     if (this.ended) return Promise.resolve({ ok: false, error: "R session has ended" });
     if (this.running) throw new Error("R session is already running a request");
+    const live = request[0] === LIVE;
     return new Promise((resolve) => {
       this.running = {
+        live,
+        awaitingStart: live,
         sink,
         resolve,
         frames: [],
@@ -143,8 +156,11 @@ export class RChild {
   private onFrames(frames: Frame[]): void {
     const running = this.running;
     if (!running) return;
-    running.frames.push(...frames);
-    this.release(running);
+    if (running.live) {
+      running.frames.push(...frames);
+      return this.release(running);
+    }
+    for (const frame of frames) this.answer(frame);
   }
 
   private onOutput(chunk: Buffer): void {
@@ -177,7 +193,9 @@ export class RChild {
 
   private started(): void {
     const running = this.running;
-    if (!running || running.started) return;
+    if (!running) return;
+    running.awaitingStart = false;
+    if (running.started) return;
     running.started = true;
     if (running.interruptRequested) {
       running.interruptRequested = false;
@@ -188,7 +206,8 @@ export class RChild {
 
   private output(text: string): void {
     if (text.length === 0) return;
-    if (this.running) this.running.output.push(text);
+    const running = this.running;
+    if (running?.live && !running.awaitingStart) running.output.push(text);
     else this.log(text);
   }
 
@@ -204,24 +223,17 @@ export class RChild {
       const frame = running.frames.shift();
       if (!frame) return;
       running.output.shift();
-      switch (frame.type) {
-        case "M":
-          this.event(running, "message", frame.payload);
-          break;
-        case "W":
-          this.event(running, "warning", frame.payload);
-          break;
-        case "V":
-          this.finish({ ok: true, value: frame.payload });
-          return;
-        case "X":
-          this.finish({ ok: false, error: frame.payload.toString("utf8") });
-          return;
-        default:
-          this.kill();
-          return;
-      }
+      if (frame.type === "M") this.event(running, "message", frame.payload);
+      else if (frame.type === "W") this.event(running, "warning", frame.payload);
+      else return this.answer(frame);
     }
+  }
+
+  /** The RESULT or ERROR frame that ends a request; anything else breaks the protocol. */
+  private answer(frame: Frame): void {
+    if (frame.type === "V") this.finish({ ok: true, value: frame.payload });
+    else if (frame.type === "X") this.finish({ ok: false, error: frame.payload.toString("utf8") });
+    else this.kill();
   }
 
   private event(running: Running, kind: "message" | "warning", payload: Buffer): void {

@@ -35,9 +35,12 @@ const FORMAT_BYTE: Record<ValueFormat, Buffer> = { json: Buffer.from("j"), rds: 
 const ASSIGN_SCRIPT = Buffer.from("x");
 const ASSIGN_RDATA = Buffer.from("r");
 
-/** The request that evaluates `script` in a session process (also how the engine probes one). */
-export function evalFrame(script: Uint8Array, format: ValueFormat): Buffer {
-  return encodeFrame("E", FORMAT_BYTE[format], script);
+/**
+ * The request that evaluates `script` in a session process (also how the engine probes one). A live
+ * evaluation streams what it prints and signals to an EventSink; any other prints to the console log.
+ */
+export function evalFrame(script: Uint8Array, format: ValueFormat, live = false): Buffer {
+  return encodeFrame(live ? "L" : "E", FORMAT_BYTE[format], script);
 }
 
 function assignFrame(symbol: string, source: AssignSource): Buffer {
@@ -108,7 +111,7 @@ export class RSession {
 
   /** The value of `script` (JSON text or R serialization bytes); R errors become InvalidArgument. */
   async eval(script: Uint8Array, format: ValueFormat, sink?: EventSink, signal?: AbortSignal): Promise<Buffer> {
-    return valueOf(await this.schedule(evalFrame(script, format), sink, signal));
+    return valueOf(await this.schedule(evalFrame(script, format, sink !== undefined), sink, signal));
   }
 
   async assign(symbol: string, source: AssignSource): Promise<void> {

@@ -126,35 +126,46 @@ local({
     value
   }
 
-  # Evaluates `work` with live message/warning frames; always ends with exactly one RESULT or ERROR
-  # frame, each preceded by a marker on the output stream so Node can restore the order of events.
+  # Evaluates `work` and sends exactly one RESULT or ERROR frame.
+  #
+  # A live evaluation (Execute) has its messages and warnings sent as frames, and a marker on the output
+  # stream before each frame and before it starts, so Node can put printed text and events back in
+  # order and tell this evaluation's text from what earlier ones printed. Any other evaluation prints its
+  # messages and warnings on the output stream, which then holds all it printed, in R's order, for the
+  # console log: its answer needs no marker, which saves a write and a wake-up of Node per call.
   #
   # Interrupts and reading requests: R waits for a socket with interrupts enabled even inside
   # suspendInterrupts(), and an interrupt there loses what that read had taken of the request. A request
   # of one socket read (most) is safe: a SIGINT can only land before any of it was read, and is kept in
   # `early` for it. For a larger request (`announce`) R says when it starts evaluating (the start
   # marker) and Node holds the SIGINT back until then.
-  evaluate <- function(con, out, work, announce) {
-    event <- function(type, text) send_marked(con, out, sync_marker, type, text_raw(text))
-    if (announce) send(out, start_marker)
+  evaluate <- function(con, out, work, announce, live) {
+    if (announce || live) send(out, start_marker)
+    on_message <- if (live) function(m) {
+      send_marked(con, out, sync_marker, "M", text_raw(conditionMessage(m)))
+      invokeRestart("muffleMessage")
+    } else function(m) {
+      cat(conditionMessage(m), file = out, sep = "")
+      invokeRestart("muffleMessage")
+    }
+    on_warning <- if (live) function(w) {
+      send_marked(con, out, sync_marker, "W", text_raw(condition_text(w)))
+      invokeRestart("muffleWarning")
+    } else function(w) {
+      cat("Warning: ", condition_text(w), "\n", file = out, sep = "")
+      invokeRestart("muffleWarning")
+    }
     outcome <- if (state$early) {
       state$early <- FALSE
       list(ok = FALSE, error = "Error: evaluation interrupted")
     } else tryCatch(
-      allowInterrupts(withCallingHandlers(
-        list(ok = TRUE, value = work()),
-        message = function(m) {
-          event("M", conditionMessage(m))
-          invokeRestart("muffleMessage")
-        },
-        warning = function(w) {
-          event("W", condition_text(w))
-          invokeRestart("muffleWarning")
-        })),
+      allowInterrupts(withCallingHandlers(list(ok = TRUE, value = work()), message = on_message, warning = on_warning)),
       interrupt = function(i) list(ok = FALSE, error = "Error: evaluation interrupted"),
       error = function(e) list(ok = FALSE, error = error_text(e)))
-    if (outcome$ok) send_marked(con, out, eval_marker, "V", outcome$value)
-    else send_marked(con, out, eval_marker, "X", text_raw(outcome$error))
+    type <- if (outcome$ok) "V" else "X"
+    payload <- if (outcome$ok) outcome$value else text_raw(outcome$error)
+    if (live) send_marked(con, out, eval_marker, type, payload)
+    else send(con, frame_bytes(type, payload))
   }
 
   # A SIGINT that arrived after the evaluation it aimed at had ended stays pending while interrupts
@@ -167,8 +178,10 @@ local({
   handle <- function(con, out, frame) {
     p <- frame$payload
     announce <- length(p) + 5L > one_read
+    value_of_script <- function() encode_value(run_script(rawToChar(p[-1L])), rawToChar(p[1L]))
     switch(frame$type,
-      E = evaluate(con, out, function() encode_value(run_script(rawToChar(p[-1L])), rawToChar(p[1L])), announce),
+      E = evaluate(con, out, value_of_script, announce, FALSE),
+      L = evaluate(con, out, value_of_script, announce, TRUE),
       A = {
         kind <- rawToChar(p[1L])
         n <- sum(as.integer(p[2:5]) * c(16777216, 65536, 256, 1))
@@ -178,7 +191,7 @@ local({
           value <- if (kind == "r") unserialize(body) else run_script(rawToChar(body))
           assign(symbol, value, envir = globalenv())
           raw(0L)
-        }, announce)
+        }, announce, FALSE)
       },
       D = drain_interrupt(),
       stop("unknown frame type ", frame$type))
@@ -209,6 +222,13 @@ local({
       if (is.null(frame)) break
       if (is.list(frame)) handle(con, out, frame)
     })
+  }
+
+  # R's JIT does not compile closures made inside local(); compiled, the R side of a small evaluation
+  # costs about a third less (75 -> 49 us measured outside a session).
+  for (name in ls()) {
+    value <- get(name, inherits = FALSE)
+    if (is.function(value)) assign(name, compiler::cmpfun(value))
   }
 
   ctl <- connect("r+b")

@@ -206,6 +206,18 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
       expect(log.text).to.equal("tail-b\ntail-c\n");
       expect((await call("GET", "/rserver/_log", "user", { headers: { accept: "text/plain" } })).status).to.equal(403);
     });
+
+    it("logs what a plain eval prints, its messages and its warnings, in R's order", async () => {
+      const id = await newSession();
+      const res = await evalR(id, "cat('order-1\\n'); message('order-2'); f <- function() warning('order-3'); f(); cat('order-4\\n'); 5");
+      expect(res.text).to.equal("5");
+      const ours = async () => {
+        const log = await call("GET", "/rserver/_log?limit=50", "manager", { headers: { accept: "text/plain" } });
+        return log.text.split("\n").filter((line) => line.includes("order-"));
+      };
+      await until(async () => (await ours()).length === 4);
+      expect(await ours()).to.deep.equal(["order-1", "order-2", "Warning: In f(): order-3", "order-4"]);
+    });
   });
 
   describe("evaluation over REST", () => {
