@@ -126,7 +126,12 @@ local({
     value
   }
 
-  # Evaluates `work` and sends exactly one RESULT or ERROR frame.
+  # The answer to a request: a RESULT or ERROR frame, behind the end marker for a live evaluation.
+  answer <- function(live, type, payload) list(marker = if (live) eval_marker, frame = frame_bytes(type, payload))
+  failed <- function(live, text) answer(live, "X", text_raw(text))
+
+  # Evaluates `work` and returns its answer; an R error or an interrupt is left to serve(), which
+  # answers it.
   #
   # A live evaluation (Execute) has its messages and warnings sent as frames, and a marker on the output
   # stream before each frame and before it starts, so Node can put printed text and events back in
@@ -141,6 +146,10 @@ local({
   # marker) and Node holds the SIGINT back until then.
   evaluate <- function(con, out, work, announce, live) {
     if (announce || live) send(out, start_marker)
+    if (state$early) {
+      state$early <- FALSE
+      return(failed(live, "Error: evaluation interrupted"))
+    }
     on_message <- if (live) function(m) {
       send_marked(con, out, sync_marker, "M", text_raw(conditionMessage(m)))
       invokeRestart("muffleMessage")
@@ -155,17 +164,7 @@ local({
       cat("Warning: ", condition_text(w), "\n", file = out, sep = "")
       invokeRestart("muffleWarning")
     }
-    outcome <- if (state$early) {
-      state$early <- FALSE
-      list(ok = FALSE, error = "Error: evaluation interrupted")
-    } else tryCatch(
-      allowInterrupts(withCallingHandlers(list(ok = TRUE, value = work()), message = on_message, warning = on_warning)),
-      interrupt = function(i) list(ok = FALSE, error = "Error: evaluation interrupted"),
-      error = function(e) list(ok = FALSE, error = error_text(e)))
-    type <- if (outcome$ok) "V" else "X"
-    payload <- if (outcome$ok) outcome$value else text_raw(outcome$error)
-    if (live) send_marked(con, out, eval_marker, type, payload)
-    else send(con, frame_bytes(type, payload))
+    answer(live, "V", allowInterrupts(withCallingHandlers(work(), message = on_message, warning = on_warning)))
   }
 
   # A SIGINT that arrived after the evaluation it aimed at had ended stays pending while interrupts
@@ -211,17 +210,52 @@ local({
     write_frame(out, "O", text_raw(token))
     sink(out)
     sink(out, type = "message")
-    suspendInterrupts(repeat {
-      # A SIGINT while waiting for a request (nothing of it read yet; see evaluate()) is for the request
-      # that comes next, or arrived late for the one that ended, which Node then drains (frame D).
-      # Uncaught, an interrupt would end this non-interactive R.
-      frame <- tryCatch(read_frame(con), interrupt = function(i) {
-        state$early <- TRUE
-        FALSE
-      }, error = function(e) FALSE)
-      if (is.null(frame)) break
-      if (is.list(frame)) handle(con, out, frame)
-    })
+    suspendInterrupts(serve(con, out))
+  }
+
+  # A session's loop: send the last answer, wait for the next request, evaluate it. One exiting
+  # handler serves all three steps (a handler costs as much as a small evaluation); `step` tells which
+  # one an interrupt or an error cut short:
+  # - send: R waits for a socket with interrupts enabled even inside suspendInterrupts(), and an
+  #   interrupt there comes before anything of that write was sent: what is left is sent again;
+  # - read: a SIGINT while waiting for a request (nothing of it read yet; see evaluate()) is for the
+  #   request that comes next, or arrived late for the one that ended, which Node then drains (frame D);
+  # - eval: the evaluation's error, or "interrupted", is its answer.
+  # Uncaught, an interrupt would end this non-interactive R.
+  serve <- function(con, out) {
+    pending <- NULL
+    live <- FALSE
+    step <- "read"
+    repeat {
+      go_on <- tryCatch({
+        if (!is.null(pending)) {
+          step <- "send"
+          if (!is.null(pending$marker)) {
+            writeBin(pending$marker, out)
+            pending$marker <- NULL
+          }
+          writeBin(pending$frame, con)
+          pending <- NULL
+        }
+        step <- "read"
+        frame <- read_frame(con)
+        if (is.null(frame)) FALSE
+        else {
+          step <- "eval"
+          live <- frame$type == "L"
+          pending <- handle(con, out, frame)
+          TRUE
+        }
+      }, interrupt = function(i) {
+        if (step == "read") state$early <- TRUE
+        else if (step == "eval") pending <<- failed(live, "Error: evaluation interrupted")
+        TRUE
+      }, error = function(e) {
+        if (step == "eval") pending <<- failed(live, error_text(e))
+        step != "send"
+      })
+      if (!go_on) break
+    }
   }
 
   # R's JIT does not compile closures made inside local(); compiled, the R side of a small evaluation
