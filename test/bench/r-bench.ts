@@ -23,6 +23,7 @@ import { ROOT, startServerProcess, type ServerProcess } from "./server-process.j
 import { HttpClient } from "./http-client.js";
 import { RawGrpcClient } from "./raw-grpc-client.js";
 import { RawHttpClient } from "./raw-http-client.js";
+import { RLoopFloor } from "./r-loop-floor.js";
 import { QapClient, RserveProcess } from "./rserve-client.js";
 import { mbps, mib, ms, perSecond, section, times, verdict, type Section } from "./report.js";
 import { concurrentRate, PeakSampler, sample, sampleInterleaved, summarize, type Summary } from "./stats.js";
@@ -218,6 +219,8 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     } finally {
       await floors.stop();
     }
+    const rLoop = await RLoopFloor.start();
+    if (!(await rLoop.eval("1+1")).equals(rdsRest)) throw new Error("the bare R loop's serialize(1+1) differs from the engine's");
     const getSession = createMessage(GetSessionRequestSchema, { id });
     const m = await sampleInterleaved(
       {
@@ -228,6 +231,7 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
         rsPlain: () => qap.eval("1+1"),
         rsJson: () => qap.eval(JSON_1),
         rsRds: () => qap.eval(RDS_1),
+        rLoop: () => rLoop.eval("1+1"),
         rawRestJson: () => ours.rawRestEval(id, "1+1", "application/json"),
         restJson: () => ours.restEval(id, "1+1", "application/json"),
         grpcJson: () => ours.grpcEval(id, "1+1", "application/json"),
@@ -240,8 +244,8 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
       },
       iterations,
       warmup,
-    );
-    const { restNoR, grpcNoR, connectGrpcNoR, rawGrpcNoR, rsPlain, rsJson, rsRds, rawRestJson, restJson, grpcJson, connectGrpcJson, connectJson, restRds, rawGrpcRds, grpcRds, connectGrpcRds } = m;
+    ).finally(rLoop.stop);
+    const { restNoR, grpcNoR, connectGrpcNoR, rawGrpcNoR, rLoop: rLoopTime, rsPlain, rsJson, rsRds, rawRestJson, restJson, grpcJson, connectGrpcJson, connectJson, restRds, rawGrpcRds, grpcRds, connectGrpcRds } = m;
 
     const e = section("R eval round-trip of 1+1 (one session / one Rserve connection, sequential)");
     const row = (figure: string, x: Summary, ref: Summary, refName: string, factor?: number) => {
@@ -267,6 +271,7 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     row("RDS gRPC (Connect-ES)", connectGrpcRds, rsRds, "Rserve serialize");
     const floor = (figure: string, x: Summary, what: string) => e.rows.push({ figure: `${figure} p50 / p95`, value: `${ms(x.p50)} / ${ms(x.p95)}`, reference: what });
     floor("Rserve plain 1+1", rsPlain, "(QAP1 floor)");
+    floor("floor: bare R socket loop, serialize(1+1)", rLoopTime, "(R's socket layer, no protocol)");
     floor("floor: bare node:http, minimal client", rawHttpFloorTime, "(no edge, no R)");
     floor("floor: bare node:http, node:http client", httpFloorTime, "(no edge, no R)");
     floor("floor: REST GET /r/session/{id}, node:http client", restNoR, "(edge + auth, no R)");
