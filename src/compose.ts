@@ -53,6 +53,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       gitOrganization: config.packages.gitOrganization,
       log: (text) => log.append(text),
       scratchDir: scratch,
+      timeoutSeconds: config.packages.timeoutSeconds,
     });
     const catalog = await NetworkCatalog.open(path.join(config.dataDir, "networks"));
     cleanups.push(() => catalog.close());

@@ -62,6 +62,8 @@ export interface PackagesConfig {
    * first library (`.libPaths()[1]`).
    */
   readonly library: string;
+  /** Longest a package operation may run before it is stopped; 0: no limit. */
+  readonly timeoutSeconds: number;
 }
 
 export interface LimitsConfig {

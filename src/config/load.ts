@@ -24,7 +24,7 @@ export function defaults(): Config {
       logFiles: 5,
       encoding: "UTF-8",
     },
-    packages: { repos: ["https://cloud.r-project.org"], gitHost: "https://github.com", gitOrganization: "datashield", library: "" },
+    packages: { repos: ["https://cloud.r-project.org"], gitHost: "https://github.com", gitOrganization: "datashield", library: "", timeoutSeconds: 3600 },
     limits: { maxBodyBytes: 64 * 1024 * 1024, maxUploadBytes: 16 * 1024 * 1024 * 1024 },
   };
 }
@@ -145,6 +145,7 @@ function applyEnv(c: Config, env: Env): Config {
       gitHost: env.ROCK_GIT_HOST ?? c.packages.gitHost,
       gitOrganization: env.ROCK_GIT_ORG ?? c.packages.gitOrganization,
       library: env.ROCK_R_LIBRARY ?? c.packages.library,
+      timeoutSeconds: num("ROCK_PACKAGES_TIMEOUT_SECONDS", c.packages.timeoutSeconds),
     },
     limits: {
       maxBodyBytes: num("ROCK_MAX_BODY_BYTES", c.limits.maxBodyBytes),

@@ -329,6 +329,36 @@ describe("R packages (real R, local repositories)", function () {
       expect(await readdir(world.scratch)).to.deep.equal([]);
       expect((await rejection(manager.describe("slowPkg"))).code).to.equal(Code.NotFound);
       expect(log.join("")).to.include("[packages] cancelled: install slowPkg from archive");
+      // R CMD INSTALL's lock would fail every later install of the package.
+      expect((await readdir(world.library)).filter((name) => name.startsWith("00LOCK"))).to.deep.equal([]);
+    });
+  });
+
+  describe("time limit", () => {
+    it("stops an install that runs past packages.timeoutSeconds, with R and everything it started", async () => {
+      const ownLog: string[] = [];
+      const limited = new PackageManager({
+        rExecutable: "R",
+        library: world.library,
+        repos: [world.repoUrl],
+        gitHost: world.gitHost,
+        gitOrganization: world.gitOrganization,
+        log: (text) => ownLog.push(text),
+        scratchDir: world.scratch,
+        env: world.env,
+        timeoutSeconds: 3,
+      });
+      const started = Date.now();
+      const error = await rejection(limited.install({ name: "slowPkg" }));
+      expect(error.rawMessage).to.equal("The package operation did not end within 3 s and was stopped");
+      expect(error.code).to.equal(Code.DeadlineExceeded);
+      expect(Date.now() - started).to.be.within(3000, 20_000);
+      expect(ownLog.join("")).to.include("slowPkg is waiting");
+      expect(ownLog.join("")).to.include("[packages] timed out after 3 s: install slowPkg from archive");
+      expect(await processesMentioning(world.scratch)).to.deep.equal([]);
+      expect(await readdir(world.scratch)).to.deep.equal([]);
+      expect((await readdir(world.library)).filter((name) => name.startsWith("00LOCK"))).to.deep.equal([]);
+      expect((await rejection(manager.describe("slowPkg"))).code).to.equal(Code.NotFound);
     });
   });
 

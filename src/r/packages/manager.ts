@@ -35,6 +35,11 @@ export interface PackageManagerOptions {
   readonly scratchDir: string;
   /** Extra environment for R (e.g. R_USER_CACHE_DIR, GITHUB_PAT). */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Longest an operation may run before its R and everything R started are stopped (a download or a
+   * git fetch that hangs would otherwise hold every later install); 0 or absent: no limit.
+   */
+  readonly timeoutSeconds?: number;
 }
 
 export interface PackageMatrixJson {
@@ -184,6 +189,7 @@ export class PackageManager {
       },
       onLine: run.onLine,
       signal: run.signal,
+      timeoutMs: (options.timeoutSeconds ?? 0) * 1000,
     });
   }
 }

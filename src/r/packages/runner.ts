@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -20,7 +20,11 @@ export interface RunRequest extends RunOptions {
   readonly log: (text: string) => void;
   /** One line for the log that says what runs. */
   readonly title: string;
+  /** Stops R (and what it started) past this many milliseconds; 0: no limit. */
+  readonly timeoutMs: number;
 }
+
+const cancelled = () => new ConnectError("The package operation was cancelled", Code.Canceled);
 
 /** How long a cancelled R gets to end on SIGTERM before its process group is killed outright. */
 const KILL_GRACE_MS = 2000;
@@ -55,11 +59,13 @@ function installExitHook(): void {
  */
 export async function runPackageScript(request: RunRequest): Promise<Buffer> {
   const { signal } = request;
-  if (signal?.aborted) throw new ConnectError("The package operation was cancelled", Code.Canceled);
+  if (signal?.aborted) throw cancelled();
   const dir = await mkdtemp(join(request.scratchDir, "rpkg-"));
   const scriptFile = join(dir, "packages.R");
   const outFile = join(dir, "result");
   const errorFile = join(dir, "error");
+  const libraryFile = join(dir, "library");
+  const startedAt = Date.now();
   const tail: string[] = [];
   const log = (text: string) => {
     try {
@@ -78,6 +84,7 @@ export async function runPackageScript(request: RunRequest): Promise<Buffer> {
         TMPDIR: dir,
         ROCK_PKG_OUT: outFile,
         ROCK_PKG_ERROR: errorFile,
+        ROCK_PKG_LIBRARY_FILE: libraryFile,
       },
       stdin: "ignore",
       all: true,
@@ -89,19 +96,29 @@ export async function runPackageScript(request: RunRequest): Promise<Buffer> {
     });
     const pid = subprocess.pid;
     if (pid !== undefined) liveGroups.add(pid);
-    let cancelled = false;
+    // Why R was stopped before it ended on its own: the caller cancelled, or the time limit passed.
+    let stopped: ConnectError | undefined;
     let forceKill: NodeJS.Timeout | undefined;
-    const onAbort = () => {
-      if (pid === undefined || cancelled) return;
-      cancelled = true;
-      log(`[packages] cancelled: ${request.title}\n`);
+    const stop = (why: ConnectError, logLine: string) => {
+      if (pid === undefined || stopped) return;
+      stopped = why;
+      log(`[packages] ${logLine}: ${request.title}\n`);
       killGroup(pid, "SIGTERM");
       forceKill = setTimeout(() => killGroup(pid, "SIGKILL"), KILL_GRACE_MS);
       forceKill.unref();
     };
+    const onAbort = () => stop(cancelled(), "cancelled");
     signal?.addEventListener("abort", onAbort, { once: true });
     // Aborted while the folder was being prepared: the listener came too late to hear it.
     if (signal?.aborted) onAbort();
+    const seconds = request.timeoutMs / 1000;
+    const deadline =
+      request.timeoutMs > 0
+        ? setTimeout(
+            () => stop(new ConnectError(`The package operation did not end within ${seconds} s and was stopped`, Code.DeadlineExceeded), `timed out after ${seconds} s`),
+            request.timeoutMs,
+          )
+        : undefined;
     try {
       for await (const line of subprocess.iterable({ from: "all" })) {
         log(`${line}\n`);
@@ -114,9 +131,7 @@ export async function runPackageScript(request: RunRequest): Promise<Buffer> {
         }
       }
       const result = await subprocess;
-      if (cancelled) {
-        throw new ConnectError("The package operation was cancelled", Code.Canceled);
-      }
+      if (stopped) throw stopped;
       if (result.failed && result.exitCode === undefined) {
         throw new ConnectError(`R could not be run: ${result.shortMessage}`, Code.Internal);
       }
@@ -130,15 +145,39 @@ export async function runPackageScript(request: RunRequest): Promise<Buffer> {
       throw error;
     } finally {
       signal?.removeEventListener("abort", onAbort);
+      clearTimeout(deadline);
       if (pid !== undefined) {
         // Whatever R left running (a hung compiler, a git child) goes with it.
         killGroup(pid, "SIGKILL");
         liveGroups.delete(pid);
       }
       if (forceKill) clearTimeout(forceKill);
+      if (stopped) await removeLocksSince(libraryFile, startedAt);
     }
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * R CMD INSTALL locks a package's folder in the library with `00LOCK-<name>` (or the whole library
+ * with `00LOCK`) and refuses to install while the lock exists: one left by a stopped operation would
+ * fail every later install of that package. Operations run one at a time, so the locks made since
+ * this one started are its own.
+ */
+async function removeLocksSince(libraryFile: string, since: number): Promise<void> {
+  let library: string;
+  try {
+    library = (await readFile(libraryFile, "utf8")).trim();
+  } catch {
+    return; // Stopped before R knew its library: it installed nothing.
+  }
+  const entries = await readdir(library).catch(() => [] as string[]);
+  for (const entry of entries.filter((name) => name.startsWith("00LOCK"))) {
+    const path = join(library, entry);
+    const made = await stat(path).then((s) => s.mtimeMs, () => 0);
+    // A second of slack: file systems may round modification times down.
+    if (made >= since - 1000) await rm(path, { recursive: true, force: true });
   }
 }
 

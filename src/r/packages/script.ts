@@ -34,6 +34,8 @@ local({
   } else {
     lib <- .libPaths()[1]
   }
+  # Where R CMD INSTALL takes its locks, for Node to clear the ones a stopped operation leaves.
+  writeLines(lib, env("ROCK_PKG_LIBRARY_FILE"))
   repos <- env_lines("ROCK_PKG_REPOS")
   if (length(repos) == 0) repos <- getOption("repos")
   format <- env("ROCK_PKG_FORMAT")
