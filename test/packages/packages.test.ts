@@ -14,7 +14,7 @@ import {
   RService,
   UpdatePackagesRequestSchema,
 } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import { PackageManager } from "../../src/r/packages/index.js";
+import { PackageManager, type PackageManagerOptions } from "../../src/r/packages/index.js";
 import { createPackageHandlers, type PackageHandlers } from "../../src/rservice/packages.js";
 import { HTTP_CODE_HEADER } from "../../src/server/rest-hints.js";
 import {
@@ -55,20 +55,25 @@ describe("R packages (real R, local repositories)", function () {
   let handlers: PackageHandlers;
   let log: string[];
 
-  before(async function () {
-    this.timeout(120_000);
-    world = await createPackageWorld();
-    log = [];
-    manager = new PackageManager({
+  /** A manager of the test world's library and sources, logging into `into`. */
+  const managerOf = (into: string[], options: Partial<PackageManagerOptions> = {}) =>
+    new PackageManager({
       rExecutable: "R",
       library: world.library,
       repos: [world.repoUrl],
       gitHost: world.gitHost,
       gitOrganization: world.gitOrganization,
-      log: (text) => log.push(text),
+      log: (text) => into.push(text),
       scratchDir: world.scratch,
       env: world.env,
+      ...options,
     });
+
+  before(async function () {
+    this.timeout(120_000);
+    world = await createPackageWorld();
+    log = [];
+    manager = managerOf(log);
     handlers = createPackageHandlers(manager);
   });
 
@@ -86,15 +91,7 @@ describe("R packages (real R, local repositories)", function () {
     it("refuses bad names, refs and managers with InvalidArgument before any R starts", async () => {
       // An R that cannot start: reaching it would fail with Internal, not InvalidArgument.
       const ownLog: string[] = [];
-      const blind = new PackageManager({
-        rExecutable: "/nonexistent/R",
-        library: world.library,
-        repos: [world.repoUrl],
-        gitHost: world.gitHost,
-        gitOrganization: world.gitOrganization,
-        log: (text) => ownLog.push(text),
-        scratchDir: world.scratch,
-      });
+      const blind = managerOf(ownLog, { rExecutable: "/nonexistent/R" });
       const h = createPackageHandlers(blind);
       const attempts: [string, Promise<unknown>][] = [
         ["spliced R", h.installPackage(create(InstallPackageRequestSchema, { name: "x');system('id" }), context(M.installPackage)) as Promise<unknown>],
@@ -337,17 +334,7 @@ describe("R packages (real R, local repositories)", function () {
   describe("time limit", () => {
     it("stops an install that runs past packages.timeoutSeconds, with R and everything it started", async () => {
       const ownLog: string[] = [];
-      const limited = new PackageManager({
-        rExecutable: "R",
-        library: world.library,
-        repos: [world.repoUrl],
-        gitHost: world.gitHost,
-        gitOrganization: world.gitOrganization,
-        log: (text) => ownLog.push(text),
-        scratchDir: world.scratch,
-        env: world.env,
-        timeoutSeconds: 3,
-      });
+      const limited = managerOf(ownLog, { timeoutSeconds: 3 });
       const started = Date.now();
       const error = await rejection(limited.install({ name: "slowPkg" }));
       expect(error.rawMessage).to.equal("The package operation did not end within 3 s and was stopped");
