@@ -5,7 +5,7 @@
  */
 import net from "node:net";
 import { basic } from "../support/server.js";
-import { SocketReader } from "./socket-reader.js";
+import { connectLoopback, SocketReader } from "./socket-reader.js";
 
 const HEAD_END = Buffer.from("\r\n\r\n");
 
@@ -19,18 +19,12 @@ export class RawHttpClient {
   private readonly fixed: string;
 
   private constructor(private readonly socket: net.Socket, port: number, user: string) {
-    socket.setNoDelay(true);
     this.reader = new SocketReader(socket, "HTTP");
     this.fixed = `Host: 127.0.0.1:${port}\r\nAuthorization: ${basic(user)}\r\n`;
   }
 
   static async connect(port: number, user: string): Promise<RawHttpClient> {
-    const socket = net.connect({ host: "127.0.0.1", port });
-    await new Promise<void>((resolve, reject) => {
-      socket.once("connect", resolve);
-      socket.once("error", reject);
-    });
-    return new RawHttpClient(socket, port, user);
+    return new RawHttpClient(await connectLoopback(port), port, user);
   }
 
   async request(method: string, path: string, headers: Record<string, string>, body: string): Promise<RawAnswer> {

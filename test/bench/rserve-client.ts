@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
-import { SocketReader } from "./socket-reader.js";
+import { connectLoopback, SocketReader } from "./socket-reader.js";
 
 const ID_LENGTH = 32;
 const HEADER = 16;
@@ -24,18 +24,12 @@ export class QapClient {
   private readonly reader: SocketReader;
 
   private constructor(private readonly socket: net.Socket) {
-    socket.setNoDelay(true);
     this.reader = new SocketReader(socket, "Rserve");
   }
 
   /** Connects and reads the 32-byte ID string (`Rsrv0103QAP1...`). */
   static async connect(port: number): Promise<QapClient> {
-    const socket = net.connect({ host: "127.0.0.1", port });
-    await new Promise<void>((resolve, reject) => {
-      socket.once("connect", resolve);
-      socket.once("error", reject);
-    });
-    const client = new QapClient(socket);
+    const client = new QapClient(await connectLoopback(port));
     const id = (await client.reader.read(ID_LENGTH)).toString("latin1");
     if (!id.startsWith("Rsrv") || !id.includes("QAP1")) throw new Error(`not an Rserve QAP1 server: ${JSON.stringify(id)}`);
     return client;

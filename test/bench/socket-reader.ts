@@ -1,4 +1,15 @@
-import type net from "node:net";
+import net from "node:net";
+
+/** A connected loopback socket with Nagle off, as every minimal client of the bench uses. */
+export async function connectLoopback(port: number): Promise<net.Socket> {
+  const socket = net.connect({ host: "127.0.0.1", port });
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("error", reject);
+  });
+  socket.setNoDelay(true);
+  return socket;
+}
 
 /**
  * Buffered reads of exact sizes (or up to a delimiter) from one socket, for the bench's minimal
