@@ -10,6 +10,8 @@ import { RService } from "../gen/es/rock/r/v1/rservice_pb.js";
 import { NetworkCatalog } from "./networks/catalog.js";
 import { createNetworkServiceHandlers } from "./networks/handlers.js";
 import { ConsoleLog } from "./r/console-log.js";
+import { assertPrivateConfig, protectDataFolder } from "./r/confine/data-folder.js";
+import { decideIsolation, sessionsRoot } from "./r/confine/isolation.js";
 import { REngine } from "./r/engine.js";
 import { PackageManager } from "./r/packages/index.js";
 import { createRServiceHandlers } from "./rservice/handlers.js";
@@ -25,23 +27,41 @@ export interface Rock {
 
 export interface ComposeOptions {
   readonly logger?: Logger;
-  /** Where the one-time generated administrator password is shown. */
+  /** Where the first start's generated administrator password (or the file holding it) is announced. */
   readonly announce?: (text: string) => void;
+  /**
+   * Whether `announce` reaches a person at a terminal, who may see the password itself; by default
+   * only the default announce (stdout) does, when stdout is a terminal.
+   */
+  readonly announceToTerminal?: boolean;
 }
 
 /** config → users → R engine → stores → one server for every protocol. */
 export async function startRock(config: Config, opts: ComposeOptions = {}): Promise<Rock> {
   const logger = opts.logger ?? createLogger();
-  fs.mkdirSync(config.dataDir, { recursive: true });
-  const users = new UserDirectory(await bootstrapUsers(config.users, config.dataDir, opts.announce ?? ((t) => process.stdout.write(t + "\n"))));
-  const cleanups: (() => Promise<void> | void)[] = [];
+  const isolation = decideIsolation(config.r);
+  if (isolation.warning) logger.warn(isolation.warning);
+  if (isolation.isolated && config.configFile) assertPrivateConfig(config.configFile);
+  fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const announce = opts.announce ?? ((t: string) => process.stdout.write(t + "\n"));
+  const toTerminal = opts.announceToTerminal ?? (opts.announce === undefined && process.stdout.isTTY === true);
+  const users = new UserDirectory(await bootstrapUsers(config.users, config.dataDir, announce, toTerminal), config.auth);
+  const cleanups: (() => Promise<void> | void)[] = [() => users.close()];
   const cleanup = async () => {
     for (const c of cleanups.reverse()) await c();
   };
   try {
     const log = new ConsoleLog({ file: path.join(config.dataDir, "rserver.log"), maxBytes: config.r.logMaxBytes, files: config.r.logFiles });
     cleanups.push(() => log.close());
-    const engine = new REngine({ config: config.r, dataDir: config.dataDir, log, ...(config.packages.library ? { library: config.packages.library } : {}) });
+    const sessionsDir = sessionsRoot(config.r, config.dataDir, isolation.isolated);
+    const engine = new REngine({
+      config: config.r,
+      dataDir: config.dataDir,
+      sessionsDir,
+      isolated: isolation.isolated,
+      log,
+      ...(config.packages.library ? { library: config.packages.library } : {}),
+    });
     cleanups.push(() => engine.close());
     const scratch = path.join(config.dataDir, "packages-tmp");
     fs.mkdirSync(scratch, { recursive: true });
@@ -57,6 +77,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     });
     const catalog = await NetworkCatalog.open(path.join(config.dataDir, "networks"));
     cleanups.push(() => catalog.close());
+    protectDataFolder(config.dataDir, [sessionsDir, ...(config.packages.library ? [config.packages.library] : [])]);
 
     const server = await startServer({
       port: config.port,
@@ -72,6 +93,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       interceptors: [authInterceptor(users)],
       maxBodyBytes: config.limits.maxBodyBytes,
       maxUploadBytes: config.limits.maxUploadBytes,
+      timeouts: config.limits,
       logger,
     });
     cleanups.push(() => server.close());

@@ -1,8 +1,9 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
 import { access as accessOption, type Access } from "../../gen/es/rock/options/v1/access_pb.js";
-import { callerKey } from "./caller.js";
-import { parseBasic, type UserDirectory } from "./users.js";
+import { parseBasic } from "./basic.js";
+import { callerKey, clientAddressKey } from "./caller.js";
+import type { UserDirectory } from "./users.js";
 
 export const AUTH_REALM = "rock";
 
@@ -18,6 +19,7 @@ function accessOf(method: DescMethod): Access | undefined {
 /**
  * Authentication (HTTP Basic, also as gRPC metadata) and the role rules of the `access` option, for
  * every protocol: the Connect router runs it for gRPC, gRPC-Web and Connect, the REST edge for REST.
+ * Malformed Basic credentials are refused even on public methods: they are never taken as anonymous.
  */
 export function authInterceptor(users: UserDirectory): Interceptor {
   return (next) => async (req) => {
@@ -25,7 +27,7 @@ export function authInterceptor(users: UserDirectory): Interceptor {
     const isPublic = !access || access.public;
     const credentials = parseBasic(req.header.get("authorization"));
     if (credentials) {
-      const caller = await users.authenticate(credentials.name, credentials.password);
+      const caller = await users.authenticate(credentials.name, credentials.password, req.contextValues.get(clientAddressKey));
       if (caller) req.contextValues.set(callerKey, caller);
       else if (!isPublic) throw new ConnectError("Bad credentials", Code.Unauthenticated);
     }

@@ -1,46 +1,73 @@
-import type { UserConfig } from "../config/config.js";
+import { createHmac, randomBytes } from "node:crypto";
+import type { AuthConfig, UserConfig } from "../config/config.js";
+import { defaults } from "../config/load.js";
 import type { Caller } from "./caller.js";
-import { sha256, verifySecret } from "./secrets.js";
+import { HashPool, HashPoolFull } from "./hash-pool.js";
+import { clientKey, FailureThrottle, tooManyAttempts } from "./throttle.js";
 
 /** How long a verified name/password pair skips the (deliberately slow) hash check. */
 const CACHE_TTL_MS = 5 * 60_000;
 const CACHE_MAX = 10_000;
-/** A well-formed bcrypt hash (cost 10) that no known password matches. */
-const UNKNOWN_USER_SECRET = "{bcrypt}$2b$10$DVvE5haT7og8pbyI6tAvfOZM.p3m0oaKoolo6b39SuDeYun2Feuxb";
 
 /**
- * The configured users. Verified credentials are cached by a digest of name and password (never the
- * password itself) so that bcrypt costs once per user, not once per request.
+ * The configured users. Passwords are checked in worker threads (HashPool), failures are counted per
+ * client (FailureThrottle), and verified credentials are cached by a keyed digest of name and
+ * password (never the password, and a digest useless outside this process) so that bcrypt costs
+ * once per user, not once per request.
  */
 export class UserDirectory {
   private readonly users: Map<string, UserConfig>;
   private readonly verified = new Map<string, { caller: Caller; until: number }>();
+  /** Checks under way by cache key: a burst of requests with the same new credentials pays for one. */
+  private readonly checking = new Map<string, Promise<Caller | undefined>>();
+  private readonly digestKey = randomBytes(32);
+  private readonly pool: HashPool;
+  private readonly throttle: FailureThrottle;
 
-  constructor(users: readonly UserConfig[]) {
+  constructor(users: readonly UserConfig[], auth: AuthConfig = defaults().auth) {
     this.users = new Map(users.map((u) => [u.name, u]));
+    this.pool = new HashPool({ workers: auth.hashWorkers, maxQueue: auth.hashQueue });
+    this.throttle = new FailureThrottle({ maxFailures: auth.maxFailures, windowMs: auth.failureWindowSeconds * 1000, maxClients: auth.trackedClients });
   }
 
-  async authenticate(name: string, password: string): Promise<Caller | undefined> {
-    const key = sha256(`${name}\u0000${password}`).toString("base64");
+  /**
+   * The caller these credentials name, undefined when they are wrong. Throws RESOURCE_EXHAUSTED when
+   * `clientAddress` has failed too often, or when too many checks are waiting.
+   */
+  async authenticate(name: string, password: string, clientAddress?: string): Promise<Caller | undefined> {
+    const client = clientKey(clientAddress);
+    this.throttle.check(client);
+    const key = createHmac("sha256", this.digestKey).update(`${name}\u0000${password}`, "utf8").digest("base64");
     const hit = this.verified.get(key);
-    const now = Date.now();
-    if (hit && hit.until > now) return hit.caller;
+    if (hit && hit.until > Date.now()) return hit.caller;
+    let check = this.checking.get(key);
+    if (!check) {
+      const end = this.throttle.begin(client);
+      check = this.check(name, password, key).finally(() => {
+        this.checking.delete(key);
+        end();
+      });
+      this.checking.set(key, check);
+    }
+    const caller = await check;
+    if (!caller) this.throttle.fail(client);
+    return caller;
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  private async check(name: string, password: string, key: string): Promise<Caller | undefined> {
     const user = this.users.get(name);
-    // Unknown users pay a bcrypt comparison too, so that timing does not tell which names exist.
-    const ok = await verifySecret(user?.secret ?? UNKNOWN_USER_SECRET, password);
+    // Unknown users are checked too (against a decoy), so that timing does not tell which names exist.
+    const ok = await this.pool.verify(user?.secret ?? null, password).catch((e: unknown) => {
+      throw e instanceof HashPoolFull ? tooManyAttempts("Too many authentication attempts in progress", 1) : e;
+    });
     if (!user || !ok) return undefined;
     const caller: Caller = { name: user.name, roles: new Set(user.roles) };
     if (this.verified.size >= CACHE_MAX) this.verified.clear();
-    this.verified.set(key, { caller, until: now + CACHE_TTL_MS });
+    this.verified.set(key, { caller, until: Date.now() + CACHE_TTL_MS });
     return caller;
   }
-}
-
-/** Parses `Basic base64(name:password)`; undefined for any other shape. */
-export function parseBasic(header: string | null): { name: string; password: string } | undefined {
-  if (!header || !/^basic /i.test(header)) return undefined;
-  const decoded = Buffer.from(header.slice(6).trim(), "base64").toString("utf8");
-  const colon = decoded.indexOf(":");
-  if (colon <= 0) return undefined;
-  return { name: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }

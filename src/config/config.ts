@@ -6,11 +6,14 @@ export interface Config {
   /** Where LevelDB, sessions' folders, the console log and generated secrets live. */
   readonly dataDir: string;
   readonly node: NodeConfig;
+  /** The YAML file the configuration was read from, if any (its permissions are checked at start). */
+  readonly configFile?: string;
   /** Users from the configuration; empty means "create an administrator on first start". */
   readonly users: readonly UserConfig[];
   readonly r: RConfig;
   readonly packages: PackagesConfig;
   readonly limits: LimitsConfig;
+  readonly auth: AuthConfig;
 }
 
 export interface NodeConfig {
@@ -48,7 +51,33 @@ export interface RConfig {
   /** How many rotated console log files are kept. */
   readonly logFiles: number;
   readonly encoding: string;
+  /**
+   * `auto`: under root every session runs as its own unprivileged uid (isolated); otherwise sessions run
+   * as the service's user, with a loud warning. `required`: refuse to start unless sessions are isolated.
+   */
+  readonly isolation: IsolationMode;
+  /** The uids (each with the same gid) sessions run as when isolated: `first-last`. */
+  readonly sessionUids: string;
+  /**
+   * Where sessions' folders live; empty: `<dataDir>/sessions`, or a folder under the system's temporary
+   * folder when an isolated session could not reach the data folder (an ancestor without `o+x`).
+   */
+  readonly sessionsDir: string;
+  /** Address space of each session process (RLIMIT_AS), in MiB; <= 0: no limit. */
+  readonly sessionMemoryMb: number;
+  /** Processes each isolated session may run at once (RLIMIT_NPROC of its uid); <= 0: no limit. */
+  readonly sessionProcesses: number;
+  /** Sessions open at once, all users together; <= 0: no limit. */
+  readonly maxSessions: number;
+  /** Sessions open at once per user; <= 0: no limit. */
+  readonly maxSessionsPerUser: number;
+  /** CPU time one evaluation may use before it is interrupted; <= 0: no limit. */
+  readonly maxEvalCpuSeconds: number;
+  /** After an interrupt the service sent, how long R has to come back before the session is killed. */
+  readonly interruptGraceSeconds: number;
 }
+
+export type IsolationMode = "auto" | "required";
 
 export interface PackagesConfig {
   /** Repositories for install.packages / update.packages. */
@@ -71,4 +100,28 @@ export interface LimitsConfig {
   readonly maxBodyBytes: number;
   /** Largest uploaded file. */
   readonly maxUploadBytes: number;
+  /**
+   * A connection with nothing in flight is closed past it: before its first byte, between HTTP/1.1
+   * requests (keep-alive), an HTTP/2 session without an open stream (GOAWAY).
+   */
+  readonly idleTimeoutSeconds: number;
+  /** From a request's first byte to the end of its headers; for HTTP/2, of the SETTINGS exchange. */
+  readonly headersTimeoutSeconds: number;
+  /** Longest time to receive the body of a request that is not an upload or a client stream (408 / reset). */
+  readonly requestTimeoutSeconds: number;
+  /** Longest pause in a request body still arriving, uploads and client streams included (408 / reset). */
+  readonly bodyIdleTimeoutSeconds: number;
+}
+
+export interface AuthConfig {
+  /** Failed logins from one client address within the window before its attempts get 429; <= 0: no limit. */
+  readonly maxFailures: number;
+  /** The window opens with a client's first failure; its attempts are refused until it ends. */
+  readonly failureWindowSeconds: number;
+  /** Client addresses whose failures are remembered at once (the oldest are forgotten past it). */
+  readonly trackedClients: number;
+  /** Threads checking passwords; <= 0: one per core but one. */
+  readonly hashWorkers: number;
+  /** Password checks that may wait for a thread; past it attempts get 429. */
+  readonly hashQueue: number;
 }

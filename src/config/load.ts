@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
-import type { Config, UserConfig } from "./config.js";
+import type { Config, IsolationMode, UserConfig } from "./config.js";
 
 /** Every setting has a default: the server runs with no file and no environment. */
 export function defaults(): Config {
@@ -23,9 +23,26 @@ export function defaults(): Config {
       logMaxBytes: 10 * 1024 * 1024,
       logFiles: 5,
       encoding: "UTF-8",
+      isolation: "auto",
+      sessionUids: "70000-70999",
+      sessionsDir: "",
+      sessionMemoryMb: 4096,
+      sessionProcesses: 64,
+      maxSessions: 100,
+      maxSessionsPerUser: 10,
+      maxEvalCpuSeconds: 0,
+      interruptGraceSeconds: 5,
     },
     packages: { repos: ["https://cloud.r-project.org"], gitHost: "https://github.com", gitOrganization: "datashield", library: "", timeoutSeconds: 3600 },
-    limits: { maxBodyBytes: 64 * 1024 * 1024, maxUploadBytes: 16 * 1024 * 1024 * 1024 },
+    limits: {
+      maxBodyBytes: 64 * 1024 * 1024,
+      maxUploadBytes: 16 * 1024 * 1024 * 1024,
+      idleTimeoutSeconds: 65,
+      headersTimeoutSeconds: 20,
+      requestTimeoutSeconds: 300,
+      bodyIdleTimeoutSeconds: 60,
+    },
+    auth: { maxFailures: 10, failureWindowSeconds: 60, trackedClients: 10_000, hashWorkers: 0, hashQueue: 32 },
   };
 }
 
@@ -35,8 +52,8 @@ type Env = Readonly<Record<string, string | undefined>>;
 export function loadConfig(argv: readonly string[] = process.argv.slice(2), env: Env = process.env): Config {
   let config = defaults();
   const file = flagValue(argv, "--config") ?? env.ROCK_CONFIG;
-  if (file) config = merge(config, readYaml(file), file);
-  return applyEnv(config, env);
+  if (file) config = { ...merge(config, readYaml(file), file), configFile: path.resolve(file) };
+  return validate(applyEnv(config, env));
 }
 
 function flagValue(argv: readonly string[], flag: string): string | undefined {
@@ -138,6 +155,14 @@ function applyEnv(c: Config, env: Env): Config {
       startOnBoot: bool("ROCK_R_START", c.r.startOnBoot),
       sessionTimeoutMinutes: num("ROCK_SESSION_TIMEOUT", c.r.sessionTimeoutMinutes),
       maxEvalSeconds: num("ROCK_MAX_EVAL_SECONDS", c.r.maxEvalSeconds),
+      isolation: (env.ROCK_R_ISOLATION ?? c.r.isolation) as IsolationMode,
+      sessionUids: env.ROCK_R_SESSION_UIDS ?? c.r.sessionUids,
+      sessionsDir: env.ROCK_R_SESSIONS_DIR ?? c.r.sessionsDir,
+      sessionMemoryMb: num("ROCK_R_SESSION_MEMORY_MB", c.r.sessionMemoryMb),
+      sessionProcesses: num("ROCK_R_SESSION_PROCESSES", c.r.sessionProcesses),
+      maxSessions: num("ROCK_R_MAX_SESSIONS", c.r.maxSessions),
+      maxSessionsPerUser: num("ROCK_R_MAX_SESSIONS_PER_USER", c.r.maxSessionsPerUser),
+      maxEvalCpuSeconds: num("ROCK_MAX_EVAL_CPU_SECONDS", c.r.maxEvalCpuSeconds),
     },
     packages: {
       ...c.packages,
@@ -150,6 +175,43 @@ function applyEnv(c: Config, env: Env): Config {
     limits: {
       maxBodyBytes: num("ROCK_MAX_BODY_BYTES", c.limits.maxBodyBytes),
       maxUploadBytes: num("ROCK_MAX_UPLOAD_BYTES", c.limits.maxUploadBytes),
+      idleTimeoutSeconds: num("ROCK_IDLE_TIMEOUT_SECONDS", c.limits.idleTimeoutSeconds),
+      headersTimeoutSeconds: num("ROCK_HEADERS_TIMEOUT_SECONDS", c.limits.headersTimeoutSeconds),
+      requestTimeoutSeconds: num("ROCK_REQUEST_TIMEOUT_SECONDS", c.limits.requestTimeoutSeconds),
+      bodyIdleTimeoutSeconds: num("ROCK_BODY_IDLE_TIMEOUT_SECONDS", c.limits.bodyIdleTimeoutSeconds),
+    },
+    auth: {
+      maxFailures: num("ROCK_AUTH_MAX_FAILURES", c.auth.maxFailures),
+      failureWindowSeconds: num("ROCK_AUTH_FAILURE_WINDOW_SECONDS", c.auth.failureWindowSeconds),
+      trackedClients: num("ROCK_AUTH_TRACKED_CLIENTS", c.auth.trackedClients),
+      hashWorkers: num("ROCK_AUTH_HASH_WORKERS", c.auth.hashWorkers),
+      hashQueue: num("ROCK_AUTH_HASH_QUEUE", c.auth.hashQueue),
     },
   };
+}
+
+const ISOLATION_MODES: readonly IsolationMode[] = ["auto", "required"];
+
+/** Checks what types alone do not: enumerations and ranges. */
+function validate(c: Config): Config {
+  if (!ISOLATION_MODES.includes(c.r.isolation)) {
+    throw new Error(`r.isolation: expected one of ${ISOLATION_MODES.join(", ")}, not '${c.r.isolation}'`);
+  }
+  parseUidRange(c.r.sessionUids);
+  for (const key of TIMEOUTS) if (!(c.limits[key] > 0)) throw new Error(`limits.${key}: expected a number of seconds > 0`);
+  return c;
+}
+
+/** Connection bounds: none may be turned off, a connection must always end. */
+const TIMEOUTS = ["idleTimeoutSeconds", "headersTimeoutSeconds", "requestTimeoutSeconds", "bodyIdleTimeoutSeconds"] as const;
+
+/** `first-last`, both unprivileged uids (> 0, < 2^32 - 1), first <= last. */
+export function parseUidRange(text: string): { readonly first: number; readonly last: number } {
+  const match = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(text);
+  const first = Number(match?.[1]);
+  const last = Number(match?.[2]);
+  if (!match || first < 1 || last < first || last >= 2 ** 32 - 1) {
+    throw new Error(`r.sessionUids: expected 'first-last' with 0 < first <= last, not '${text}'`);
+  }
+  return { first, last };
 }

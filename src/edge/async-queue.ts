@@ -28,6 +28,11 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     return this.items.length < this.highWater;
   }
 
+  /** Ended, failed, or given up by the consumer: further pushes are dropped. */
+  get closed(): boolean {
+    return this.ended;
+  }
+
   end(): void {
     this.ended = true;
     this.wake();
@@ -72,6 +77,8 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
       return: () => {
         this.ended = true;
         this.items.length = 0;
+        // A paused producer resumes to drop what it still receives instead of stalling its source.
+        this.onDrain();
         return Promise.resolve({ value: undefined, done: true });
       },
     };

@@ -1,5 +1,6 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { clientAddressKey } from "../auth/caller.js";
 
 export type CallContext = HandlerContext & {
   /** Ends the call's signal (the client left, or the call is over) and unhooks it from shutdown. */
@@ -12,6 +13,8 @@ export interface CallContextInit {
   readonly url: string;
   readonly requestHeader: HeadersInit;
   readonly shutdownSignal: AbortSignal;
+  /** The socket's remote address (what failed logins are counted by). */
+  readonly clientAddress: string | undefined;
 }
 
 const noTimeout = (): undefined => undefined;
@@ -37,7 +40,7 @@ export function createCallContext(init: CallContextInit): CallContext {
     responseHeader: new Headers(),
     responseTrailer: new Headers(),
     protocolName: "rest",
-    values: createContextValues(),
+    values: createContextValues().set(clientAddressKey, init.clientAddress),
     url: init.url,
     abort(reason) {
       shutdown.removeEventListener("abort", onShutdown);

@@ -57,7 +57,11 @@ export function toRestError(err: unknown, onInternal: (err: unknown) => void): R
   const ce = ConnectError.from(err);
   if (!(err instanceof ConnectError)) onInternal(err);
   const status = Number(ce.metadata.get(HTTP_CODE_HEADER) ?? HTTP_STATUS[ce.code] ?? 500);
-  return restError(ce.code, err instanceof ConnectError ? ce.rawMessage : "Internal error", ce.metadata.get(ERROR_BODY_HEADER), status);
+  const e = restError(ce.code, err instanceof ConnectError ? ce.rawMessage : "Internal error", ce.metadata.get(ERROR_BODY_HEADER), status);
+  // As Connect does for its own protocol: a refusal's Retry-After (429, 503) reaches the client.
+  const retryAfter = ce.metadata.get("retry-after");
+  if (retryAfter !== null) e.headers["retry-after"] = retryAfter;
+  return e;
 }
 
 /** An error answer; `status` overrides the code's usual status (413 for a body over the limit). */

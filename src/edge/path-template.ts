@@ -1,3 +1,5 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+
 /**
  * google.api.http path templates: literal segments, `{field}` (one segment), `{field=*}` and
  * `{field=**}` (the rest of the path). Compiled once; matching is a walk over the split path.
@@ -25,8 +27,11 @@ export function parsePathTemplate(source: string): PathTemplate {
   return { source, segments, literalCount: segments.filter((s) => s.kind === "literal").length };
 }
 
-/** Path variables by field path, or undefined when the template does not match. */
-export function matchPath(t: PathTemplate, parts: readonly string[]): Map<string, string> | undefined {
+/**
+ * Path variables by field path, or undefined when the template does not match; `decode` turns a raw
+ * segment into the variable's value (identity when only the shape matters).
+ */
+export function matchPath(t: PathTemplate, parts: readonly string[], decode: (segment: string) => string = decodeSegment): Map<string, string> | undefined {
   let vars: Map<string, string> | undefined;
   const segs = t.segments;
   for (let i = 0; i < segs.length; i++) {
@@ -37,16 +42,21 @@ export function matchPath(t: PathTemplate, parts: readonly string[]): Map<string
     }
     if (seg.rest) {
       if (i >= parts.length) return undefined;
-      (vars ??= new Map()).set(seg.field, parts.slice(i).map(decodeSegment).join("/"));
+      (vars ??= new Map()).set(seg.field, parts.slice(i).map(decode).join("/"));
       return vars;
     }
     const part = parts[i];
     if (part === undefined || part === "") return undefined;
-    (vars ??= new Map()).set(seg.field, decodeSegment(part));
+    (vars ??= new Map()).set(seg.field, decode(part));
   }
   return parts.length === segs.length ? (vars ?? new Map()) : undefined;
 }
 
 function decodeSegment(s: string): string {
-  return s.includes("%") ? decodeURIComponent(s) : s;
+  if (!s.includes("%")) return s;
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw new ConnectError(`Malformed percent-encoding in path segment '${s}'`, Code.InvalidArgument);
+  }
 }

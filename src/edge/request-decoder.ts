@@ -2,6 +2,7 @@ import { create, fromJson, ScalarType, type DescField, type DescMessage, type Js
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
+import { HTTP_CODE_HEADER } from "../server/rest-hints.js";
 import type { Route } from "./route-table.js";
 
 export const HTTP_BODY_TYPE = HttpBodySchema.typeName;
@@ -20,6 +21,7 @@ export interface RequestParts {
 /** Builds the request message of a unary or server-streaming route. */
 export function decodeRequest(route: Route, parts: RequestParts, body: Buffer | undefined, contentType: string): Message {
   const schema = route.spec.method.input;
+  if (route.bodyField === "*" || (route.bodyField && !isHttpBody(route.bodyField))) requireJsonType(contentType, body);
   let msg: Message;
   if (route.bodyField === "*") {
     msg = body && body.length > 0 ? fromJsonOr400(schema, parseJson(body)) : create(schema);
@@ -29,6 +31,18 @@ export function decodeRequest(route: Route, parts: RequestParts, body: Buffer | 
   }
   applyParts(route, reflect(schema, msg), parts);
   return msg;
+}
+
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
+
+/**
+ * A JSON body must say it is JSON: a cross-site HTML form posts text/plain, urlencoded or multipart
+ * bodies without a CORS preflight, never application/json. An empty body without a type is no form.
+ */
+function requireJsonType(contentType: string, body: Buffer | undefined): void {
+  if (JSON_TYPE.test(contentType) || (contentType === "" && (body === undefined || body.length === 0))) return;
+  const given = contentType === "" ? "none" : `'${contentType}'`;
+  throw new ConnectError(`Content-Type must be application/json for this body (given: ${given})`, Code.InvalidArgument, { [HTTP_CODE_HEADER]: "415" });
 }
 
 /** Path variables, query parameters and header-sourced fields, in that order of precedence. */

@@ -77,6 +77,7 @@ export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
       url: baseUrl + rawUrl,
       requestHeader: headerRecord(req.headers),
       shutdownSignal: opts.shutdownSignal,
+      clientAddress: req.socket.remoteAddress,
     });
     const parts: RequestParts = {
       vars,
@@ -250,9 +251,8 @@ function readBody(req: Req, route: Route, limit: number): Promise<Buffer | undef
 }
 
 function tooLarge(req: Req, limit: number): ConnectError {
-  // Stop reading a body that will not be used; the connection closes after the 413.
-  req.pause();
-  const res = (req as http.IncomingMessage & { res?: http.ServerResponse }).res;
-  res?.setHeader("connection", "close");
+  // The rest of the body is read and dropped while the 413 goes out: a socket closed with unread
+  // bytes is reset, and the client may lose the answer. The listener bounds how long this may take.
+  req.resume();
   return new ConnectError(`Request body exceeds the limit of ${limit} bytes`, Code.ResourceExhausted, { [HTTP_CODE_HEADER]: "413" });
 }

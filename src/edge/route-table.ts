@@ -33,6 +33,8 @@ export class RouteTable {
   /** Routes by HTTP method, most literal segments first. */
   private readonly byMethod = new Map<string, Route[]>();
   private readonly all: Route[] = [];
+  /** Routes whose request body is a stream (uploads). */
+  private readonly streaming: Route[] = [];
 
   constructor(services: readonly RegisteredService[]) {
     for (const svc of services) {
@@ -56,17 +58,30 @@ export class RouteTable {
     return allowed.length > 0 ? { allowed: [...new Set(allowed)] } : undefined;
   }
 
+  /**
+   * Whether the request is an upload (a client-streaming route), told from the method and the path's
+   * shape alone, before anything is decoded: such a body may take long to arrive.
+   */
+  streamsRequest(httpMethod: string, path: string): boolean {
+    if (this.streaming.length === 0) return false;
+    const parts = path.split("/").slice(1);
+    return this.streaming.some((r) => r.httpMethod === httpMethod && matchPath(r.template, parts, keep) !== undefined);
+  }
+
   get routes(): readonly Route[] {
     return this.all;
   }
 
   private add(route: Route): void {
     this.all.push(route);
+    if (route.spec.kind === "client_streaming") this.streaming.push(route);
     const list = this.byMethod.get(route.httpMethod) ?? [];
     list.push(route);
     this.byMethod.set(route.httpMethod, list);
   }
 }
+
+const keep = (segment: string): string => segment;
 
 function compile(method: DescMethod, rule: HttpRule, spec: MethodImplSpec, style: RestStyle): Route {
   const p = rule.pattern;

@@ -50,25 +50,35 @@ export function uploadMessages(
     return m;
   };
   const tooLarge = () => new ConnectError(`Upload exceeds the limit of ${maxBytes} bytes`, Code.ResourceExhausted, { [HTTP_CODE_HEADER]: "413" });
-  const pipeChunks = (stream: Readable, done: () => void) => {
+  // Once the upload failed (or the handler gave up) the rest of the body is read and dropped, not
+  // left unread: the client then gets the answer instead of a reset connection.
+  const pipeChunks = (stream: Readable, done: () => void, onError: (e: Error) => ConnectError) => {
     active = stream;
     let total = 0;
     stream.on("data", (chunk: Buffer) => {
+      if (queue.closed) return;
       total += chunk.length;
       if (total > maxBytes) {
         queue.fail(tooLarge());
-        stream.destroy();
         return;
       }
-      if (!queue.push(chunkMessage(chunk))) stream.pause();
+      if (!queue.push(chunkMessage(chunk)) && !queue.closed) stream.pause();
     });
     stream.once("end", done);
-    stream.once("error", (e) => queue.fail(e));
+    stream.once("error", (e) => queue.fail(onError(e)));
   };
+  // The request's own stream fails only when the client left before sending all of it; a pipe() does
+  // not pass that on, so the close is watched too, or the upload would wait for ever.
+  const clientLeft = () => new ConnectError("client went away before sending the whole body", Code.Canceled);
+  req.once("close", () => {
+    if (!req.readableEnded) queue.fail(clientLeft());
+  });
+  // Busboy fails the file part's stream too when the body ends before the closing boundary.
+  const malformed = (e: Error) => new ConnectError(`Malformed multipart body: ${e.message}`, Code.InvalidArgument);
 
   const contentType = req.headers["content-type"] ?? "";
   if (!/^multipart\/form-data/i.test(contentType)) {
-    pipeChunks(req, () => queue.end());
+    pipeChunks(req, () => queue.end(), clientLeft);
     return queue;
   }
 
@@ -76,7 +86,7 @@ export function uploadMessages(
   try {
     bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: maxBytes } });
   } catch (e) {
-    throw new ConnectError(`Malformed multipart body: ${(e as Error).message}`, Code.InvalidArgument);
+    throw malformed(e as Error);
   }
   let sawFile = false;
   bb.on("field", (name, value) => {
@@ -92,10 +102,10 @@ export function uploadMessages(
     const m = info.filename ? fieldMessage(FILE_NAME_FIELD, info.filename) : undefined;
     if (m) queue.push(m);
     stream.once("limit", () => queue.fail(tooLarge()));
-    pipeChunks(stream, () => (active = req));
+    pipeChunks(stream, () => (active = req), malformed);
   });
   bb.once("close", () => (sawFile ? queue.end() : queue.fail(new ConnectError(`Missing multipart part '${FILE_PART}'`, Code.InvalidArgument))));
-  bb.once("error", (e) => queue.fail(new ConnectError(`Malformed multipart body: ${(e as Error).message}`, Code.InvalidArgument)));
+  bb.once("error", (e) => queue.fail(malformed(e as Error)));
   req.pipe(bb);
   return queue;
 }

@@ -2,9 +2,10 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { errorWithBody } from "../server/rest-hints.js";
 import { diffDocuments } from "./diff.js";
-import { normalizeDocument } from "./document.js";
+import { normalizeDocument, storedJson } from "./document.js";
 import { acronymFromName, baseId, firstFreeId, isValidId } from "./ids.js";
 import { KeyedMutex } from "./keyed-mutex.js";
+import { excerpt, MAX_COMMENT_CHARS } from "./limits.js";
 import { CatalogIndex, type Indexed } from "./catalog-index.js";
 import { planList, runList, type ListParams, type ListResult } from "./listing.js";
 import type { NetworkDocument, NetworkInput, NetworkRecord, NetworkState, RevisionRecord, RevisionStatus } from "./model.js";
@@ -27,7 +28,7 @@ export interface RevisionInfo {
 }
 
 function notFound(id: string): never {
-  throw new ConnectError(`No such network: ${id}`, Code.NotFound);
+  throw new ConnectError(`No such network: ${excerpt(id)}`, Code.NotFound);
 }
 
 /**
@@ -111,8 +112,12 @@ export class NetworkCatalog {
    */
   private async commit(before: Indexed | undefined, record: NetworkRecord, author?: string, comment?: string): Promise<NetworkRecord> {
     const { document, state } = record;
+    if (comment !== undefined && comment.length > MAX_COMMENT_CHARS) {
+      throw new ConnectError(`comment is ${comment.length} characters long; at most ${MAX_COMMENT_CHARS} are accepted`, Code.InvalidArgument);
+    }
+    // Checked before indexing, which recurses into the model as deep as it goes.
+    const documentJson = before?.record.document === document ? undefined : storedJson(document);
     const entry = indexEntryOf(record, before);
-    const documentJson = before?.record.document === document ? undefined : JSON.stringify(document);
     const revision =
       author === undefined
         ? undefined
@@ -128,7 +133,7 @@ export class NetworkCatalog {
   private claimId(input: NetworkInput): string {
     const taken = (id: string) => this.mirror.has(id) || this.reserved.has(id);
     if (input.id) {
-      if (!isValidId(input.id)) throw new ConnectError(`Invalid network id: ${JSON.stringify(input.id)}`, Code.InvalidArgument);
+      if (!isValidId(input.id)) throw new ConnectError(`Invalid network id: ${JSON.stringify(excerpt(input.id))}`, Code.InvalidArgument);
       if (taken(input.id)) throw new ConnectError(`Network already exists: ${input.id}`, Code.AlreadyExists);
       return input.id;
     }
@@ -169,7 +174,7 @@ export class NetworkCatalog {
   /** Full replacement; the path id wins and a different body id is refused. */
   update(id: string, input: NetworkInput, author: string, comment?: string): Promise<NetworkRecord> {
     if (input.id && input.id !== id) {
-      throw new ConnectError(`Body id ${input.id} differs from path id ${id}`, Code.InvalidArgument);
+      throw new ConnectError(`Body id ${excerpt(input.id)} differs from path id ${excerpt(id)}`, Code.InvalidArgument);
     }
     const document = normalizeDocument(input, id);
     return this.change(id, (current) => this.saveDocument(current, document, author, comment));
@@ -219,7 +224,7 @@ export class NetworkCatalog {
     this.get(id);
     const seq = /^[1-9][0-9]{0,9}$/.test(commitId) ? Number(commitId) : undefined;
     const revision = seq === undefined ? undefined : await this.store.revision(id, seq);
-    if (!revision) throw new ConnectError(`No such revision of network ${id}: ${commitId}`, Code.NotFound);
+    if (!revision) throw new ConnectError(`No such revision of network ${id}: ${excerpt(commitId)}`, Code.NotFound);
     return revision;
   }
 

@@ -4,6 +4,7 @@ import { NetworkSchema, NetworkService } from "../../gen/es/rock/networks/v1/net
 import { callerOf, hasAnyRole } from "../auth/caller.js";
 import { Code, ConnectError, setCreated, setHttpStatus } from "../server/rest-hints.js";
 import type { NetworkCatalog } from "./catalog.js";
+import { excerpt } from "./limits.js";
 import { isRevisionStatus, REVISION_STATUSES } from "./model.js";
 import { CATALOG_ROLES, permissionsOf, VIEW_ONLY } from "./permissions.js";
 import { networkInput, networkMessage, revisionMessage, summaryMessage } from "./wire.js";
@@ -66,7 +67,7 @@ export function createNetworkServiceHandlers(catalog: NetworkCatalog): ServiceIm
       // Permission first, existence second: a key holder learns nothing about other ids.
       if (!hasAnyRole(caller, CATALOG_ROLES)) {
         if (!req.key || !catalog.shareKeyGrants(req.key, req.id)) {
-          throw new ConnectError(`No permission to view network ${req.id}`, Code.PermissionDenied);
+          throw new ConnectError(`No permission to view network ${excerpt(req.id)}`, Code.PermissionDenied);
         }
         permissions = VIEW_ONLY;
       }

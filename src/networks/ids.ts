@@ -33,9 +33,16 @@ function idPart(value: string): string {
     .replace(/[^a-z0-9_.~-]/g, "_");
 }
 
-/** The id a network gets before collisions are considered; acronym entries are expected sorted by lang. */
+// A derived id is cut so that a `-N` suffix still leaves it a valid id (at most 200 characters).
+const MAX_BASE_ID_CHARS = 190;
+
+/**
+ * The id a network gets before collisions are considered, or "" when none can be derived; acronym
+ * entries are expected sorted by lang.
+ */
 export function baseId(acronym: readonly LocalizedText[]): string {
-  return acronym.map((a) => idPart(a.value)).filter((p) => p.length > 0).join("-");
+  const base = acronym.map((a) => idPart(a.value)).filter((p) => p.length > 0).join("-").slice(0, MAX_BASE_ID_CHARS);
+  return isValidId(base) ? base : "";
 }
 
 /** `base` itself when free, else the first free `base-1`, `base-2`, …. */
@@ -47,9 +54,10 @@ export function firstFreeId(base: string, taken: (id: string) => boolean): strin
   }
 }
 
-// Ids become LevelDB key parts and URL path segments: no control characters, no "/".
+// Ids become LevelDB key parts and URL path segments: no control characters, no "/", and not "." or
+// "..", which URLs resolve away before the path reaches the server.
 const VALID_ID = /^[^\p{Cc}/]{1,200}$/u;
 
 export function isValidId(id: string): boolean {
-  return VALID_ID.test(id);
+  return VALID_ID.test(id) && id !== "." && id !== "..";
 }

@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { LIST_FILTERS, SortedOrder, sortKeyOf, type CatalogIndex, type Indexed, type ListFilter } from "./catalog-index.js";
+import { excerpt, MAX_EXCLUDED_IDS, MAX_QUERY_CHARS } from "./limits.js";
 import type { NetworkRecord } from "./model.js";
 import { parseRql, RqlSyntaxError, type RqlCall } from "./rql.js";
 import { compileQuery, RqlQueryError, type CompiledQuery, type QueryIndex } from "./search-query.js";
@@ -36,6 +37,7 @@ function invalid(message: string): never {
 }
 
 function parseQuery(query: string): RqlCall {
+  if (query.length > MAX_QUERY_CHARS) invalid(`query is ${query.length} characters long; at most ${MAX_QUERY_CHARS} are accepted`);
   try {
     return parseRql(query);
   } catch (e) {
@@ -53,18 +55,32 @@ function compile(query: RqlCall, index: QueryIndex): CompiledQuery {
   }
 }
 
+/** `exclude` may be repeated or comma separated (reference §2.5). */
+function excludedIds(exclude: readonly string[]): ReadonlySet<string> {
+  const ids = new Set<string>();
+  for (const item of exclude) {
+    for (const part of item.split(",")) {
+      const id = part.trim();
+      if (id === "") continue;
+      ids.add(id);
+      if (ids.size > MAX_EXCLUDED_IDS) invalid(`exclude names more than ${MAX_EXCLUDED_IDS} ids`);
+    }
+  }
+  return ids;
+}
+
 export function planList(params: ListParams): ListPlan {
   const filter = params.filter ?? "ALL";
   if (!(LIST_FILTERS as readonly string[]).includes(filter)) invalid(`filter must be one of ${LIST_FILTERS.join(", ")}`);
   const order = (params.order ?? "asc").toLowerCase();
-  if (order !== "asc" && order !== "desc") invalid(`order must be asc or desc, not "${params.order}"`);
+  if (order !== "asc" && order !== "desc") invalid(`order must be asc or desc, not "${excerpt(params.order ?? "")}"`);
   if (params.limit !== undefined && params.limit < 0) invalid("limit must not be negative");
   if (params.from !== undefined && params.from < 0) invalid("from must not be negative");
   const sort = params.sort ?? "id";
-  if (!sortKeyOf(sort)) invalid(`sort must be id, name.<lang>, acronym.<lang> or lastModifiedDate, not "${sort}"`);
+  if (!sortKeyOf(sort)) invalid(`sort must be id, name.<lang>, acronym.<lang> or lastModifiedDate, not "${excerpt(sort)}"`);
   return {
     filter: filter as ListFilter,
-    excluded: new Set((params.exclude ?? []).flatMap((e) => e.split(",")).map((e) => e.trim()).filter((e) => e !== "")),
+    excluded: excludedIds(params.exclude ?? []),
     ...(params.study !== undefined ? { study: params.study } : {}),
     ...(params.query?.trim() ? { query: parseQuery(params.query) } : {}),
     sort,

@@ -1,3 +1,5 @@
+import { excerpt, MAX_QUERY_DEPTH } from "./limits.js";
+
 /**
  * RQL parser. The `rql` package (0.3.3) is not used: it reports no error position (the contract asks
  * for one), refuses non-ASCII characters unless percent-encoded (accented search words are normal
@@ -42,7 +44,7 @@ function convert(raw: string, at: number): RqlScalar {
   try {
     text = decodeURIComponent(raw);
   } catch {
-    throw new RqlSyntaxError(`Bad percent-encoding in "${raw}"`, at);
+    throw new RqlSyntaxError(`Bad percent-encoding in "${excerpt(raw)}"`, at);
   }
   if (text.startsWith("string:")) return text.slice("string:".length);
   if (text === "true") return true;
@@ -55,6 +57,8 @@ function convert(raw: string, at: number): RqlScalar {
 
 class Parser {
   private pos = 0;
+  /** Parentheses open at `pos`: the parser recurses once per level, so the level is capped. */
+  private depth = 0;
 
   constructor(private readonly text: string) {}
 
@@ -82,6 +86,18 @@ class Parser {
     this.pos++;
   }
 
+  /** Consumes the "(" at `pos`. */
+  private open(): void {
+    if (this.depth === MAX_QUERY_DEPTH) this.fail(`Parentheses nested deeper than ${MAX_QUERY_DEPTH} levels`);
+    this.depth++;
+    this.pos++;
+  }
+
+  private close(): void {
+    this.expect(")");
+    this.depth--;
+  }
+
   /** `a&b|c` mixes conjunctions, which RQL refuses: parentheses must group each kind. */
   private conjunction(topLevel: boolean): RqlCall {
     const at = this.pos;
@@ -101,9 +117,9 @@ class Parser {
 
   private term(): RqlCall {
     if (this.peek() === "(") {
-      this.pos++;
+      this.open();
       const inner = this.conjunction(true);
-      this.expect(")");
+      this.close();
       return inner;
     }
     const at = this.pos;
@@ -111,13 +127,13 @@ class Parser {
     if (word === "") this.fail(this.pos >= this.text.length ? "Expected a query term but the query ended" : `Unexpected "${this.text[this.pos]}"`);
     const c = this.peek();
     if (c === "(") {
-      this.pos++;
+      this.open();
       const args = this.peek() === ")" ? [] : this.args();
-      this.expect(")");
+      this.close();
       return { kind: "call", op: word, args, at };
     }
     const op = this.fiqlOperator();
-    if (!op) this.fail(`Expected "(" or a comparison after "${word}"`);
+    if (!op) this.fail(`Expected "(" or a comparison after "${excerpt(word)}"`);
     return { kind: "call", op, args: [convert(word, at), this.value()], at };
   }
 
@@ -153,9 +169,9 @@ class Parser {
     if (c !== "'" && c !== '"') {
       const word = this.bareWord();
       if (this.peek() === "(" && word !== "") {
-        this.pos++;
+        this.open();
         const args = this.peek() === ")" ? [] : this.args();
-        this.expect(")");
+        this.close();
         return { kind: "call", op: word, args, at: start };
       }
       this.pos = start;
@@ -166,7 +182,7 @@ class Parser {
   private value(): RqlValue {
     const c = this.peek();
     if (c === "(") {
-      this.pos++;
+      this.open();
       const items: RqlValue[] = [];
       if (this.peek() !== ")") {
         items.push(this.value());
@@ -175,7 +191,7 @@ class Parser {
           items.push(this.value());
         }
       }
-      this.expect(")");
+      this.close();
       return items;
     }
     if (c === "'" || c === '"') return this.quoted(c);

@@ -1,5 +1,7 @@
 import type { IndexEntry, IndexScalar } from "./search-entry.js";
 import { foldedValuesAt, foldedWords, valuesAt } from "./search-entry.js";
+import { globMatcher, literalPrefix } from "./glob.js";
+import { excerpt, MAX_PATTERN_CHARS } from "./limits.js";
 import { isCall, type RqlArg, type RqlCall, type RqlScalar, type RqlValue } from "./rql.js";
 import { fold } from "./text.js";
 import type { FieldIndex } from "./field-index.js";
@@ -26,7 +28,7 @@ function fail(call: RqlCall, message: string): never {
 
 function fieldArg(call: RqlCall, arg: RqlArg | undefined): string {
   if (typeof arg !== "string" || arg === "") fail(call, "Expected a field name");
-  if (!FIELD_ROOTS.has(arg.split(".")[0]!)) fail(call, `Unknown field "${arg}"`);
+  if (!FIELD_ROOTS.has(arg.split(".")[0]!)) fail(call, `Unknown field "${excerpt(arg)}"`);
   return arg;
 }
 
@@ -59,9 +61,11 @@ function order(a: IndexScalar, b: RqlScalar): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-function globRegExp(pattern: string): RegExp {
-  const body = pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*");
-  return new RegExp(`^${body}$`, "s");
+/** The text of a `like` pattern or a `match` text, within the length a pattern may have. */
+function patternArg(call: RqlCall, arg: RqlArg | undefined): string {
+  const text = String(scalarArg(call, arg));
+  if (text.length > MAX_PATTERN_CHARS) fail(call, `Pattern is ${text.length} characters long; at most ${MAX_PATTERN_CHARS} are accepted`);
+  return text;
 }
 
 /** One search word: a plain word or `heal*` matches word prefixes; an inner `*` is a wildcard. */
@@ -73,22 +77,15 @@ function wordMatcher(term: string): (sorted: readonly string[]) => boolean {
       return i < sorted.length && sorted[i]!.startsWith(stem);
     };
   }
-  const re = globRegExp(term.endsWith("*") ? term : `${term}*`);
-  return (sorted) => sorted.some((w) => re.test(w));
+  const matches = globMatcher(term.endsWith("*") ? term : `${term}*`);
+  return (sorted) => sorted.some(matches);
 }
 
 /** The same word rule answered by the inverted index: the ids that have such a word. */
 function wordIds(words: WordIndex, term: string): ReadonlySet<string> {
   const stem = term.replace(/\*+$/, "");
   if (!stem.includes("*")) return words.withPrefix(stem);
-  const re = globRegExp(term.endsWith("*") ? term : `${term}*`);
-  return words.matching(literalPrefix(stem), (w) => re.test(w));
-}
-
-/** The text before the first `*` of a pattern: every match starts with it. */
-function literalPrefix(pattern: string): string {
-  const star = pattern.indexOf("*");
-  return star < 0 ? pattern : pattern.slice(0, star);
+  return words.matching(literalPrefix(stem), globMatcher(term.endsWith("*") ? term : `${term}*`));
 }
 
 /**
@@ -126,7 +123,7 @@ function union(sets: readonly ReadonlySet<string>[]): ReadonlySet<string> {
 function matchNode(call: RqlCall, index: QueryIndex | undefined): Node {
   arity(call, 1, 2);
   const field = call.args.length === 2 ? fieldArg(call, call.args[0]) : undefined;
-  const text = String(scalarArg(call, call.args[call.args.length - 1]));
+  const text = patternArg(call, call.args[call.args.length - 1]);
   const terms = fold(text).split(/[^\p{L}\p{N}*]+/u).filter((t) => t.replace(/\*/g, "") !== "");
   if (terms.length === 0) fail(call, "Expected words to match");
   if (field === undefined && index) return indexed(intersection(terms.map((t) => wordIds(index.words, t))));
@@ -198,12 +195,12 @@ function compileCall(call: RqlCall, index: QueryIndex | undefined): Node {
     case "like": {
       arity(call, 2, 2);
       const field = fieldArg(call, call.args[0]);
-      const pattern = fold(String(scalarArg(call, call.args[1])));
-      const re = globRegExp(pattern);
+      const pattern = fold(patternArg(call, call.args[1]));
+      const matches = globMatcher(pattern);
       // A literal prefix (`heal*`) reads one key range of the sorted values; `*x*` reads them all,
       // which is still one test per distinct value rather than per network.
-      if (index) return indexed(index.fields.withFolded(field, literalPrefix(pattern), (v) => re.test(v)));
-      return scan((e) => foldedValuesAt(e, field).some((v) => re.test(v)));
+      if (index) return indexed(index.fields.withFolded(field, literalPrefix(pattern), matches));
+      return scan((e) => foldedValuesAt(e, field).some(matches));
     }
     case "exists": {
       arity(call, 1, 2);
@@ -218,7 +215,7 @@ function compileCall(call: RqlCall, index: QueryIndex | undefined): Node {
     case "match":
       return matchNode(call, index);
     default:
-      return fail(call, `Unknown operator "${call.op}"`);
+      return fail(call, `Unknown operator "${excerpt(call.op)}"`);
   }
 }
 

@@ -1,19 +1,27 @@
 import { randomUUID } from "node:crypto";
-import { readFile, mkdir, rm } from "node:fs/promises";
+import { chmod, chown, readFile, mkdir, readdir, rm } from "node:fs/promises";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import type { RConfig } from "../config/config.js";
+import { parseUidRange } from "../config/load.js";
 import type { ConsoleLog } from "./console-log.js";
-import { noSuchSession, notRunning } from "./errors.js";
+import { searchableByOthers } from "./confine/isolation.js";
+import { liveProcessesByUid, reapUid } from "./confine/processes.js";
+import { UidPool } from "./confine/uid-pool.js";
+import { noSuchSession, notRunning, tooManySessions } from "./errors.js";
 import type { ValueFormat } from "./negotiate.js";
 import type { RChild } from "./child.js";
-import { RServerProcess } from "./rserver.js";
+import { RServerProcess, type SessionIdentity } from "./rserver.js";
 import { evalFrame, RSession, type SessionDirs } from "./session.js";
 
 export interface REngineOptions {
   readonly config: RConfig;
-  /** Sessions' folders live in `<dataDir>/sessions/<id>`. */
+  /** The R server's temporary folder lives in `<dataDir>/rserver-tmp`. */
   readonly dataDir: string;
+  /** Sessions' folders live in `<sessionsDir>/<id>`. */
+  readonly sessionsDir: string;
+  /** Each session runs as a uid of its own from `config.sessionUids` (the service runs as root). */
+  readonly isolated: boolean;
   readonly log: ConsoleLog;
   /**
    * A package library searched before R's own by the R server and so by every session (the packages
@@ -43,6 +51,8 @@ interface Fork {
   readonly id: string;
   readonly dirs: SessionDirs;
   readonly child: RChild;
+  /** The uid it runs as, when isolated. */
+  readonly uid: number | undefined;
 }
 
 /** The spare session process forked ahead of demand, and the server it belongs to. */
@@ -71,9 +81,19 @@ export class REngine {
   private spare: Spare | undefined;
   /** Concurrent Checks share one probe. */
   private checking: Promise<boolean> | undefined;
+  private readonly uids: UidPool | undefined;
+  /** Sessions being created, counted against the limits before they exist. */
+  private readonly opening = new Map<string, number>();
+  private openingTotal = 0;
+  /** Runs once, before the first start: what a previous run of the service left behind goes. */
+  private cleaned: Promise<void> | undefined;
 
   constructor(private readonly options: REngineOptions) {
     this.log = options.log;
+    if (options.isolated) {
+      const { first, last } = parseUidRange(options.config.sessionUids);
+      this.uids = new UidPool(first, last);
+    }
     const { sessionTimeoutMinutes, sessionCheckSeconds } = options.config;
     if (sessionTimeoutMinutes > 0 && sessionCheckSeconds > 0) {
       this.idleTimer = setInterval(() => void this.closeIdleSessions(), sessionCheckSeconds * 1000);
@@ -100,13 +120,15 @@ export class REngine {
     return this.serially(async () => {
       if (this.closed || this.running) return;
       clearTimeout(this.restartTimer);
+      await (this.cleaned ??= this.removeLeftovers());
       const tmpDir = join(this.options.dataDir, "rserver-tmp");
       const { library } = this.options;
-      await Promise.all([mkdir(tmpDir, { recursive: true }), library ? mkdir(library, { recursive: true }) : undefined]);
+      await Promise.all([mkdir(tmpDir, { recursive: true, mode: 0o700 }), library ? mkdir(library, { recursive: true }) : undefined]);
       const server = await RServerProcess.start({
         executable: this.options.config.executable,
         log: (text) => this.log.append(text),
         tmpDir,
+        isolated: this.options.isolated,
         ...(library ? { library } : {}),
       });
       this.server = server;
@@ -221,39 +243,120 @@ export class REngine {
   async createSession(subject: string): Promise<RSession> {
     const server = this.server;
     if (!server?.running) throw notRunning();
-    const taken = this.takeSpare(server);
-    // The next spare forks while this one is handed over.
-    this.prepareSpare(server);
-    let fork = await taken;
-    if (fork?.child.closed) {
-      await this.release(fork);
-      fork = undefined;
+    this.checkLimits(subject);
+    this.opening.set(subject, (this.opening.get(subject) ?? 0) + 1);
+    this.openingTotal++;
+    try {
+      return await this.openSession(server, subject);
+    } finally {
+      this.openingTotal--;
+      const n = (this.opening.get(subject) ?? 1) - 1;
+      if (n > 0) this.opening.set(subject, n);
+      else this.opening.delete(subject);
     }
-    fork ??= await this.forkSession(server);
+  }
+
+  /** Sessions open and being opened, in total and for `subject`, against the configured limits. */
+  private checkLimits(subject: string): void {
+    const { maxSessions, maxSessionsPerUser } = this.options.config;
+    if (maxSessions > 0 && this.sessionsById.size + this.openingTotal >= maxSessions) {
+      throw tooManySessions(`Too many R sessions: the server's limit of ${maxSessions} open sessions is reached`);
+    }
+    if (maxSessionsPerUser > 0) {
+      let own = this.opening.get(subject) ?? 0;
+      for (const s of this.sessionsById.values()) if (s.subject === subject) own++;
+      if (own >= maxSessionsPerUser) {
+        throw tooManySessions(`Too many R sessions: ${subject} has ${own} open sessions, the limit per user is ${maxSessionsPerUser}; close one first`);
+      }
+    }
+  }
+
+  private async openSession(server: RServerProcess, subject: string): Promise<RSession> {
+    let fork: Fork | undefined;
+    try {
+      fork = await this.takeSpare(server);
+      if (fork?.child.closed) {
+        await this.release(fork);
+        fork = undefined;
+      }
+      // Without a spare this request forks before the next spare does: when few session uids are
+      // left, the caller gets one rather than the spare.
+      fork ??= await this.forkSession(server);
+    } finally {
+      // The next spare forks while this one is handed over.
+      this.prepareSpare(server);
+    }
     if (this.server !== server) {
       // The server stopped meanwhile: its process group, this child included, is gone or going.
       await this.release(fork);
       throw notRunning();
     }
     const { id, dirs, child } = fork;
-    const session = new RSession(id, subject, dirs, child, { maxEvalSeconds: this.options.config.maxEvalSeconds });
+    const { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds } = this.options.config;
+    const session = new RSession(id, subject, dirs, child, { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds }, () => this.dispose(fork));
     this.sessionsById.set(id, session);
     session.onEnd(() => this.sessionsById.delete(id));
     return session;
   }
 
-  /** Creates a session's folders and forks its R process there; nothing is left behind on failure. */
+  /**
+   * Creates a session's folders and forks its R process there, as a uid of its own when isolated (its
+   * folders are its own and private); nothing is left behind on failure.
+   */
   private async forkSession(server: RServerProcess): Promise<Fork> {
     const id = randomUUID();
-    const home = join(this.options.dataDir, "sessions", id);
-    const dirs: SessionDirs = { home, work: join(home, "work"), tmp: join(home, "tmp") };
+    const home = join(this.options.sessionsDir, id);
+    const uid = this.uids?.take();
+    const dirs: SessionDirs = { home, work: join(home, "work"), tmp: join(home, "tmp"), ...(uid === undefined ? {} : { owner: { uid, gid: uid } }) };
+    if (this.uids && uid === undefined) throw tooManySessions("Too many R sessions: every session uid of r.sessionUids is in use");
     try {
-      await Promise.all([mkdir(dirs.work, { recursive: true }), mkdir(dirs.tmp, { recursive: true })]);
-      return { id, dirs, child: await server.fork(dirs.work, dirs.tmp) };
+      await mkdir(home, { recursive: true, mode: 0o700 });
+      await Promise.all([mkdir(dirs.work, { mode: 0o700 }), mkdir(dirs.tmp, { mode: 0o700 })]);
+      if (uid !== undefined) for (const dir of [home, dirs.work, dirs.tmp]) await chown(dir, uid, uid);
+      return { id, dirs, uid, child: await server.fork(dirs.work, dirs.tmp, uid === undefined ? undefined : this.identity(uid)) };
     } catch (error) {
-      await rm(home, { recursive: true, force: true });
+      await this.dispose({ id, dirs, uid, child: undefined });
       throw error;
     }
+  }
+
+  private identity(uid: number): SessionIdentity {
+    const { sessionMemoryMb, sessionProcesses } = this.options.config;
+    return { uid, gid: uid, memoryBytes: Math.max(0, sessionMemoryMb) * 1048576, processes: Math.max(0, sessionProcesses) };
+  }
+
+  /**
+   * Ends what a session leaves: every process of its uid (what it started with setsid or mcparallel
+   * too), then its folders; only then can the uid serve another session. A uid whose processes
+   * survive is never handed out again.
+   */
+  private async dispose(fork: Omit<Fork, "child"> & { readonly child: RChild | undefined }): Promise<void> {
+    fork.child?.kill();
+    const reaped = fork.uid === undefined || (await reapUid(fork.uid, fork.uid));
+    await rm(fork.dirs.home, { recursive: true, force: true });
+    if (fork.uid === undefined) return;
+    if (reaped) this.uids?.give(fork.uid);
+    else this.log.append(`Processes of session uid ${fork.uid} survived SIGKILL: the uid is not used again until restart\n`);
+  }
+
+  /**
+   * Session folders and processes of a previous run of the service that ended without cleaning up
+   * (a crash, SIGKILL): nobody can use them any more.
+   */
+  private async removeLeftovers(): Promise<void> {
+    const { sessionsDir } = this.options;
+    await mkdir(sessionsDir, { recursive: true, mode: 0o711 });
+    await chmod(sessionsDir, 0o711);
+    if (this.uids && !searchableByOthers(sessionsDir)) {
+      throw new Error(`Isolated R sessions cannot reach their folders in ${sessionsDir}: a folder above it lacks search permission for others (o+x); set r.sessionsDir elsewhere`);
+    }
+    if (this.uids) {
+      const { first, last } = parseUidRange(this.options.config.sessionUids);
+      const left = await liveProcessesByUid((uid) => uid >= first && uid <= last);
+      await Promise.all([...left.keys()].map((uid) => reapUid(uid, uid)));
+    }
+    const names = await readdir(sessionsDir);
+    await Promise.all(names.map((name) => rm(join(sessionsDir, name), { recursive: true, force: true })));
   }
 
   /** Starts forking the spare session of `server` unless there is one. */
@@ -284,9 +387,7 @@ export class REngine {
 
   /** Ends a session process nobody uses and removes its folders. */
   private async release(fork: Fork | undefined): Promise<void> {
-    if (!fork) return;
-    fork.child.kill();
-    await rm(fork.dirs.home, { recursive: true, force: true });
+    if (fork) await this.dispose(fork);
   }
 
   /** The session, or NotFound. */

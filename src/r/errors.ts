@@ -21,3 +21,8 @@ export function rError(message: string): ConnectError {
 export function badPath(message: string): ConnectError {
   return new ConnectError(message, Code.InvalidArgument);
 }
+
+/** A limit on sessions is reached (429). */
+export function tooManySessions(message: string): ConnectError {
+  return new ConnectError(message, Code.ResourceExhausted);
+}

@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { createWriteStream, type WriteStream } from "node:fs";
+import { createWriteStream, fchownSync, type WriteStream } from "node:fs";
 import { lstat, mkdir, open, realpath, rename, rm, stat } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { finished } from "node:stream/promises";
+import { readAs, runAs, type Owner } from "./confine/as-owner.js";
 import { badPath } from "./errors.js";
 
 export const DOWNLOAD_CHUNK_BYTES = 256 * 1024;
@@ -61,10 +62,18 @@ export class Upload {
   private readonly stream: WriteStream;
   private bytes = 0;
 
-  constructor(stagingDir: string) {
+  /**
+   * `owner`: the isolated session's uid/gid, which the file gets (through its descriptor, so a path
+   * swapped meanwhile cannot redirect it) and which moves it into place.
+   */
+  constructor(
+    stagingDir: string,
+    private readonly owner?: Owner,
+  ) {
     this.file = join(stagingDir, `.upload-${randomBytes(8).toString("hex")}`);
-    this.stream = createWriteStream(this.file, { flags: "wx" });
+    this.stream = createWriteStream(this.file, { flags: "wx", mode: 0o600 });
     this.stream.on("error", () => undefined);
+    if (owner) this.stream.once("open", (fd: number) => fchownSync(fd, owner.uid, owner.gid));
   }
 
   get size(): number {
@@ -92,8 +101,13 @@ export class Upload {
       this.stream.end();
       await finished(this.stream);
       const destination = await checkDestination(target);
-      await mkdir(dirname(destination), { recursive: true });
-      await rename(this.file, destination);
+      if (this.owner) await runAs(this.owner, "sh", ["-c", 'mkdir -p -- "$1" && mv -f -- "$2" "$3"', "sh", dirname(destination), this.file, destination]).catch(() => {
+        throw badPath("Destination folder is not valid");
+      });
+      else {
+        await mkdir(dirname(destination), { recursive: true });
+        await rename(this.file, destination);
+      }
       return { path: relative(target.root, destination), size: this.bytes };
     } finally {
       await this.discard();
@@ -102,6 +116,8 @@ export class Upload {
 
   async discard(): Promise<void> {
     this.stream.destroy();
+    // The file may still be opening: removed before that ends, it would appear after the removal.
+    await finished(this.stream).catch(() => undefined);
     await rm(this.file, { force: true });
   }
 }
@@ -128,12 +144,16 @@ async function checkDestination({ root, path, overwrite }: UploadTarget): Promis
  * Opens a session file for download, refusing (400) what is missing, a folder, or resolves outside the
  * root; the file is opened before anything is sent, so errors come before the first chunk.
  */
-export async function openDownload(root: string, path: string): Promise<AsyncIterable<Buffer>> {
+export async function openDownload(root: string, path: string, owner?: Owner): Promise<AsyncIterable<Buffer>> {
   const source = lexical(root, path);
   if (source === undefined) throw badPath("Source file path is not valid");
   const real = await realpath(source).catch(() => undefined);
   if (real === undefined) throw badPath("File does not exist");
   if (!inside(await realpath(root), real)) throw badPath("Source file path is not valid");
+  if (owner) {
+    if ((await stat(real)).isDirectory()) throw badPath("File is a directory");
+    return readAs(owner, real);
+  }
   const handle = await open(real, "r");
   try {
     if ((await handle.stat()).isDirectory()) throw badPath("File is a directory");

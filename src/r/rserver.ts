@@ -4,6 +4,8 @@ import { createServer, type Server, type Socket } from "node:net";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { RChild } from "./child.js";
+import { sessionEnvironment } from "./confine/environment.js";
+import { loopbackPeerUid } from "./confine/peer.js";
 import { encodeFrame, FrameReader, type Frame } from "./frame.js";
 
 const WORKER_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "worker.R");
@@ -20,9 +22,23 @@ export interface RServerOptions {
   readonly tmpDir: string;
   /** A package library searched before R's own (so by every session forked from the server). */
   readonly library?: string;
+  /** Sessions are forked with an identity of their own (see SessionIdentity); needs root. */
+  readonly isolated: boolean;
+}
+
+/** Who an isolated session process runs as, and its limits. */
+export interface SessionIdentity {
+  readonly uid: number;
+  readonly gid: number;
+  /** RLIMIT_AS in bytes; 0: none. */
+  readonly memoryBytes: number;
+  /** RLIMIT_NPROC; 0: none. */
+  readonly processes: number;
 }
 
 interface PendingFork {
+  /** The uid the session's sockets must belong to (isolated sessions). */
+  readonly uid: number | undefined;
   main?: { socket: Socket; rest: Buffer | undefined; pid: number };
   out?: { socket: Socket; rest: Buffer | undefined };
   readonly resolve: (child: RChild) => void;
@@ -40,7 +56,7 @@ interface Reply {
  * service installed. R drops a library folder that does not exist, so the engine creates it first.
  */
 function serverEnv(options: RServerOptions): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: options.tmpDir };
+  const env: NodeJS.ProcessEnv = { ...sessionEnvironment(process.env), TMPDIR: options.tmpDir };
   if (options.library) env.R_LIBS = env.R_LIBS ? `${options.library}:${env.R_LIBS}` : options.library;
   return env;
 }
@@ -104,18 +120,21 @@ export class RServerProcess {
       listener.listen(0, "127.0.0.1", resolve);
     });
     const { port } = listener.address() as { port: number };
-    // Own process group: stopping the server kills every session it forked.
+    // Own process group: stopping the server kills every session it forked. Isolated, the server is
+    // started as root again: asking for a uid makes libuv drop the supplementary groups, which the
+    // sessions' setgid/setuid would otherwise keep.
     const child = spawn(options.executable, workerArgs(options.executable), {
       detached: true,
       stdio: ["pipe", "pipe", "pipe"],
       env: serverEnv(options),
+      ...(options.isolated ? { uid: 0, gid: 0 } : {}),
     });
     for (const stream of [child.stdout, child.stderr]) {
       stream?.setEncoding("utf8");
       stream?.on("data", (text: string) => options.log(text));
     }
     child.stdin?.on("error", () => undefined);
-    child.stdin?.end(`${port}\n${token}\n`);
+    child.stdin?.end(`${port}\n${token}\n${options.isolated ? 1 : 0}\n`);
     try {
       const { socket, greeting } = await new Promise<{ socket: Socket; greeting: Greeting }>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error("R server did not start in time")), START_TIMEOUT_MS);
@@ -128,9 +147,14 @@ export class RServerProcess {
         listener.once("connection", (socket: Socket) => {
           readGreeting(socket).then((greeting) => {
             const [received, version, pid] = greeting.text.split("\n");
-            if (greeting.type !== "S" || !sameSecret(received ?? "", token)) {
+            if ((greeting.type !== "S" && greeting.type !== "X") || !sameSecret(received ?? "", token)) {
               socket.destroy();
               fail(new Error("R server failed to authenticate"));
+              return;
+            }
+            if (greeting.type === "X") {
+              socket.destroy();
+              fail(new Error(greeting.text.slice(greeting.text.indexOf("\n") + 1)));
               return;
             }
             clearTimeout(timer);
@@ -161,8 +185,12 @@ export class RServerProcess {
     else this.exitListeners.push(listener);
   }
 
-  /** Forks a session process that starts in `workDir` with `tmpDir` as its tempdir(). */
-  fork(workDir: string, tmpDir: string): Promise<RChild> {
+  /**
+   * Forks a session process that starts in `workDir` with `tmpDir` as its tempdir(), as `identity`
+   * when the server is isolated.
+   */
+  fork(workDir: string, tmpDir: string, identity?: SessionIdentity): Promise<RChild> {
+    if (this.options.isolated && !identity) return Promise.reject(new Error("An isolated R server forks sessions with an identity only"));
     const token = randomBytes(16).toString("hex");
     return new Promise<RChild>((resolve, reject) => {
       const timer = setTimeout(() => fail(new Error("R session did not connect in time")), FORK_TIMEOUT_MS);
@@ -176,13 +204,15 @@ export class RServerProcess {
         reject(error);
       };
       this.forks.set(token, {
+        uid: identity?.uid,
         resolve: (child) => {
           clearTimeout(timer);
           resolve(child);
         },
         reject: fail,
       });
-      const request = encodeFrame("F", Buffer.from(`${token}\0${workDir}\0${tmpDir}`, "utf8"));
+      const confined = identity ? `\0${identity.uid}\0${identity.gid}\0${identity.memoryBytes}\0${identity.processes}` : "";
+      const request = encodeFrame("F", Buffer.from(`${token}\0${workDir}\0${tmpDir}${confined}`, "utf8"));
       this.request(request).then((reply) => {
         if (reply.type === "X") fail(new Error(`R server could not fork: ${reply.payload.toString("utf8")}`));
       }, fail);
@@ -233,11 +263,20 @@ export class RServerProcess {
   }
 
   private greet(socket: Socket): void {
-    readGreeting(socket).then(
-      (greeting) => {
+    readGreeting(socket)
+      .then(async (greeting) => {
         const [token = "", pid] = greeting.text.split("\n");
         const pending = this.forks.get(token);
         if (!pending || (greeting.type !== "C" && greeting.type !== "O")) {
+          socket.destroy();
+          return;
+        }
+        if (pending.uid !== undefined && (await loopbackPeerUid(socket)) !== pending.uid) {
+          // Another session's process that learned the token: it must not become this session.
+          socket.destroy();
+          return;
+        }
+        if (this.forks.get(token) !== pending) {
           socket.destroy();
           return;
         }
@@ -248,9 +287,8 @@ export class RServerProcess {
         const child = new RChild(pending.main.pid, pending.main.socket, pending.out.socket, this.options.log);
         child.start(pending.main.rest, pending.out.rest);
         pending.resolve(child);
-      },
-      () => socket.destroy(),
-    );
+      })
+      .catch(() => socket.destroy());
   }
 }
 

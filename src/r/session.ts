@@ -1,8 +1,9 @@
 import { create } from "@bufbuild/protobuf";
-import { rm } from "node:fs/promises";
 import { SessionSchema, type Session } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import type { EventSink, Outcome, RChild } from "./child.js";
 import { CommandList, type CommandEntry } from "./commands.js";
+import type { Owner } from "./confine/as-owner.js";
+import { cpuSeconds } from "./confine/processes.js";
 import { sessionDate } from "./dates.js";
 import { rError } from "./errors.js";
 import { encodeFrame } from "./frame.js";
@@ -13,6 +14,8 @@ export interface SessionDirs {
   readonly home: string;
   readonly work: string;
   readonly tmp: string;
+  /** Who owns them when the session is isolated: file operations in them run as that uid. */
+  readonly owner?: Owner;
 }
 
 /** What to assign: the value of an R expression, or an R-serialized value. */
@@ -23,7 +26,14 @@ export type AssignSource =
 export interface SessionOptions {
   /** Interrupt an evaluation running longer than this; <= 0 disables. */
   readonly maxEvalSeconds: number;
+  /** Interrupt an evaluation that used more CPU time than this; <= 0 disables. */
+  readonly maxEvalCpuSeconds: number;
+  /** After an interrupt the service sent, R has this long to answer before the session is killed. */
+  readonly interruptGraceSeconds: number;
 }
+
+/** How often an evaluation's CPU time is read when it is limited. */
+const CPU_CHECK_MS = 1000;
 
 interface Job {
   readonly run: () => Promise<void>;
@@ -77,6 +87,8 @@ export class RSession {
     readonly dirs: SessionDirs,
     private readonly child: RChild,
     private readonly options: SessionOptions,
+    /** Ends whatever the session's process left (its other processes, its folders). */
+    private readonly dispose: () => Promise<void>,
   ) {
     this.commands = new CommandList(id);
     child.onClose(() => void this.end());
@@ -114,8 +126,8 @@ export class RSession {
     return valueOf(await this.schedule(evalFrame(script, format, sink !== undefined), sink, signal));
   }
 
-  async assign(symbol: string, source: AssignSource): Promise<void> {
-    valueOf(await this.schedule(assignFrame(symbol, source)));
+  async assign(symbol: string, source: AssignSource, signal?: AbortSignal): Promise<void> {
+    valueOf(await this.schedule(assignFrame(symbol, source), undefined, signal));
   }
 
   submitEval(script: Uint8Array, format: ValueFormat): CommandEntry {
@@ -136,7 +148,7 @@ export class RSession {
     return this.child.interrupt();
   }
 
-  /** Kills the R process and removes the session's folders. */
+  /** Kills the R process and everything it started, and removes the session's folders. */
   async end(): Promise<void> {
     if (this.ended) return;
     this.ended = true;
@@ -144,7 +156,18 @@ export class RSession {
     const reason = new Error("R session has ended");
     for (const job of this.queue.splice(0)) job.drop(reason);
     for (const listener of this.endListeners.splice(0)) listener();
-    await rm(this.dirs.home, { recursive: true, force: true });
+    await this.dispose();
+  }
+
+  /**
+   * The service's own interrupt (the caller left, a time limit passed): R code can ignore SIGINT
+   * (`tryCatch(…, interrupt = …)` in a loop), so a session whose evaluation does not end within the
+   * grace time is ended. `running` is the outcome of the evaluation being stopped.
+   */
+  private stop(running: Promise<Outcome>): void {
+    if (!this.child.interrupt()) return;
+    const grace = setTimeout(() => void this.end(), Math.max(0, this.options.interruptGraceSeconds) * 1000);
+    void running.finally(() => clearTimeout(grace));
   }
 
   private submit(entry: CommandEntry, frame: Buffer, withResult: boolean): void {
@@ -169,10 +192,11 @@ export class RSession {
         run: async () => {
           signal?.removeEventListener("abort", onQueuedAbort);
           if (signal?.aborted) return reject(signal.reason);
-          const onAbort = (): boolean => this.child.interrupt();
+          const running = this.execute(frame, sink);
+          const onAbort = (): void => this.stop(running);
           signal?.addEventListener("abort", onAbort);
           try {
-            resolve(await this.execute(frame, sink));
+            resolve(await running);
           } finally {
             signal?.removeEventListener("abort", onAbort);
           }
@@ -192,14 +216,31 @@ export class RSession {
   }
 
   private async execute(frame: Buffer, sink?: EventSink): Promise<Outcome> {
-    const limit = this.options.maxEvalSeconds;
-    const timer = limit > 0 ? setTimeout(() => this.child.interrupt(), limit * 1000) : undefined;
+    const { maxEvalSeconds, maxEvalCpuSeconds } = this.options;
+    const running = this.child.run(frame, sink);
+    const timer = maxEvalSeconds > 0 ? setTimeout(() => this.stop(running), maxEvalSeconds * 1000) : undefined;
+    const cpuWatch = maxEvalCpuSeconds > 0 ? this.watchCpu(running, maxEvalCpuSeconds) : undefined;
     try {
-      return await this.child.run(frame, sink);
+      return await running;
     } finally {
       clearTimeout(timer);
+      clearInterval(cpuWatch);
       this.touch();
     }
+  }
+
+  /** Stops `running` once the session process used `limit` more seconds of CPU than when it began. */
+  private watchCpu(running: Promise<Outcome>, limit: number): NodeJS.Timeout {
+    const pid = this.child.pid;
+    const start = cpuSeconds(pid);
+    const watch = setInterval(() => {
+      void Promise.all([start, cpuSeconds(pid)]).then(([before, now]) => {
+        if (before === undefined || now === undefined || now - before < limit) return;
+        clearInterval(watch);
+        this.stop(running);
+      });
+    }, CPU_CHECK_MS);
+    return watch;
   }
 
   private enqueue(job: Job): void {

@@ -1,15 +1,22 @@
 # The R side of the engine: one R server process that forks a child per session.
 #
-# Node writes two lines on stdin (loopback port, secret token), the server connects back and then
-# answers control frames. Every frame is: type (1 ASCII byte) + payload length (uint32, big endian)
-# + payload. Everything lives inside local() so that a session's global environment starts empty.
+# Node writes three lines on stdin (loopback port, secret token, 1 when sessions are isolated), the
+# server connects back and then answers control frames. Every frame is: type (1 ASCII byte) + payload
+# length (uint32, big endian) + payload. Everything lives inside local() so that a session's global
+# environment starts empty.
+#
+# The server itself runs as the service's user and runs no user code: its loop only forks. Isolated, a
+# forked child gives itself limits and drops to its session's uid/gid (package `unix`) before it
+# connects back, so no user code ever runs with the server's rights.
 local({
   stdin_con <- file("stdin")
   open(stdin_con)
-  boot <- readLines(stdin_con, n = 2L)
+  boot <- readLines(stdin_con, n = 3L)
   close(stdin_con)
   port <- as.integer(boot[1L])
   server_token <- boot[2L]
+  isolated <- identical(boot[3L], "1")
+  unix_missing <- isolated && !requireNamespace("unix", quietly = TRUE)
 
   jsonlite_ns <- loadNamespace("jsonlite")
   to_json <- jsonlite::toJSON
@@ -196,9 +203,25 @@ local({
       stop("unknown frame type ", frame$type))
   }
 
+  # Limits first (a lowered hard limit cannot be raised again by the uid), then the gid while still
+  # root, then the uid. The server runs with no supplementary groups (Node drops them when it starts
+  # it), so none is kept. Any failure ends the child before it connects: it never serves as root.
+  confine <- function(uid, gid, memory, processes) {
+    ok <- tryCatch({
+      if (memory > 0) unix::rlimit_as(memory, memory)
+      if (processes > 0) unix::rlimit_nproc(processes, processes)
+      unix::setgid(gid)
+      unix::setuid(uid)
+      Sys.umask("077")
+      unix::getuid() == uid && unix::geteuid() == uid && unix::getgid() == gid && unix::getegid() == gid
+    }, error = function(e) FALSE)
+    # mcexit, not quit(): quit() would run R's clean-up of the server's temporary folder.
+    if (!isTRUE(ok)) parallel:::mcexit(1L)
+  }
+
   session <- function(token, workdir, tmpdir) {
     setwd(workdir)
-    Sys.setenv(TMPDIR = tmpdir)
+    Sys.setenv(TMPDIR = tmpdir, HOME = workdir)
     base <- baseenv()
     unlockBinding("tempdir", base)
     assign("tempdir", function(check = FALSE) tmpdir, envir = base)
@@ -267,6 +290,12 @@ local({
   }
 
   ctl <- connect("r+b")
+  if (unix_missing) {
+    write_frame(ctl, "X", text_raw(paste0(server_token, "\n", paste(
+      "Isolated R sessions need the R package 'unix' (run as root: Rscript -e \"install.packages('unix')\")",
+      "in one of the libraries", paste(.libPaths(), collapse = ", ")))))
+    quit(save = "no", status = 3L)
+  }
   version <- paste(R.version$major, R.version$minor, sep = ".")
   write_frame(ctl, "S", text_raw(paste0(server_token, "\n", version, "\n", Sys.getpid())))
   cat("R server", version, "ready, pid", Sys.getpid(), "\n")
@@ -280,6 +309,7 @@ local({
         child <- tryCatch(
           mcparallel({
             close(ctl)
+            if (isolated) confine(as.integer(args[4L]), as.integer(args[5L]), as.numeric(args[6L]), as.numeric(args[7L]))
             session(args[1L], args[2L], args[3L])
           }, detached = TRUE),
           error = function(e) e)

@@ -7,6 +7,44 @@ import type { RSession } from "../r/session.js";
 import { SESSION_USERS, sessionFor } from "./access.js";
 import { HTTP_CODE_HEADER } from "../server/rest-hints.js";
 
+/**
+ * How long an RPC upload waits, once its request stream ended, for a reset of the call. A client
+ * cancelling an HTTP/2 stream (grpc-js, Node) half-closes it before it resets it, so the server first
+ * sees a complete request, and only the reset that follows says it was cut short.
+ */
+const CANCEL_SETTLE_MS = 25;
+
+function cancelledAfterEnd(signal: AbortSignal, protocol: string): Promise<boolean> {
+  if (signal.aborted || protocol === "rest") return Promise.resolve(signal.aborted);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(false);
+    }, CANCEL_SETTLE_MS);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** File systems refuse longer names (NAME_MAX) and paths; refused here first, with a message. */
+const MAX_PATH_BYTES = 1024;
+const MAX_NAME_BYTES = 255;
+
+/** A client's file path within the limits the file system would otherwise fail on (400). */
+function checkedPath(path: string): string {
+  if (path.includes("\0")) throw new ConnectError("File path must not contain a NUL character", Code.InvalidArgument);
+  if (Buffer.byteLength(path) > MAX_PATH_BYTES) {
+    throw new ConnectError(`File path is longer than ${MAX_PATH_BYTES} bytes`, Code.InvalidArgument);
+  }
+  if (path.split("/").some((name) => Buffer.byteLength(name) > MAX_NAME_BYTES)) {
+    throw new ConnectError(`A file or folder name in the path is longer than ${MAX_NAME_BYTES} bytes`, Code.InvalidArgument);
+  }
+  return path;
+}
+
 export type FileHandlers = Pick<ServiceImpl<typeof RService>, "uploadFile" | "downloadFile">;
 
 /** `maxUploadBytes` bounds gRPC and Connect uploads (the REST edge stops oversize bodies itself). */
@@ -22,21 +60,22 @@ export function fileHandlers(engine: REngine, maxUploadBytes: number): FileHandl
       try {
         for await (const req of requests) {
           session ??= sessionFor(engine, ctx, req.id, SESSION_USERS);
-          if (req.path !== undefined) path = req.path;
-          if (req.fileName !== undefined) fileName = req.fileName;
+          if (req.path !== undefined) path = checkedPath(req.path);
+          if (req.fileName !== undefined) fileName = checkedPath(req.fileName);
           if (req.overwrite !== undefined) overwrite = req.overwrite;
           if (req.temp !== undefined) temp = req.temp;
           const data = req.chunk?.data;
           if (data && data.length > 0) {
-            upload ??= new Upload(session.dirs.home);
+            upload ??= new Upload(session.dirs.home, session.dirs.owner);
             if (upload.size + data.length > maxUploadBytes) {
               throw new ConnectError(`Upload exceeds the limit of ${maxUploadBytes} bytes`, Code.ResourceExhausted, { [HTTP_CODE_HEADER]: "413" });
             }
             await upload.write(data);
           }
         }
+        if (await cancelledAfterEnd(ctx.signal, ctx.protocolName)) throw new ConnectError("Upload cancelled before its end", Code.Canceled);
         if (!session) throw new ConnectError("Upload names no R session", Code.InvalidArgument);
-        upload ??= new Upload(session.dirs.home);
+        upload ??= new Upload(session.dirs.home, session.dirs.owner);
         session.touch();
         const root = temp ? session.dirs.tmp : session.dirs.work;
         const stored = await upload.commit({ root, path: path ?? fileName ?? "", overwrite });
@@ -49,7 +88,7 @@ export function fileHandlers(engine: REngine, maxUploadBytes: number): FileHandl
     async *downloadFile(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
       session.touch();
-      const chunks = await openDownload(req.temp ? session.dirs.tmp : session.dirs.work, req.path);
+      const chunks = await openDownload(req.temp ? session.dirs.tmp : session.dirs.work, checkedPath(req.path), session.dirs.owner);
       for await (const data of chunks) yield { chunk: { contentType: OCTET_STREAM, data } };
     },
   };

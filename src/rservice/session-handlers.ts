@@ -81,7 +81,7 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
         setCreated(ctx, commandPath(session.id, command.id));
         return { command: command.toProto() };
       }
-      await session.assign(req.symbol, source);
+      await session.assign(req.symbol, source, ctx.signal);
       return {};
     },
 
@@ -94,7 +94,7 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
         setCreated(ctx, commandPath(session.id, command.id));
         return { answer: { case: "command", value: command.toProto() } };
       }
-      const data = await session.eval(script, format);
+      const data = await session.eval(script, format, undefined, ctx.signal);
       return { answer: { case: "value", value: { contentType: contentTypeOf(format), data } } };
     },
 

@@ -1,12 +1,14 @@
-import { create, createFileRegistry, type DescFile } from "@bufbuild/protobuf";
+import { create, createFileRegistry, type DescFile, type DescService } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
-import type { Interceptor } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { createContextValues, type Interceptor } from "@connectrpc/connect";
+import { clientAddressKey } from "../auth/caller.js";
 import { createRestHandler } from "../edge/rest-handler.js";
 import { RouteTable } from "../edge/route-table.js";
+import { rpcAdapter } from "../edge/rpc-adapter.js";
+import type { LimitsConfig } from "../config/config.js";
 import type { RegisteredService } from "../edge/service-registry.js";
 import { createHealth, Health } from "./health.js";
-import { listenOnePort, type OnePortServer } from "./listener.js";
+import { listenOnePort, type ConnectionLimits, type OnePortServer } from "./listener.js";
 import type { Logger } from "./logger.js";
 import { createReflection, ReflectionV1, ReflectionV1Alpha } from "./reflection.js";
 
@@ -17,8 +19,12 @@ export interface ServerOptions {
   readonly interceptors: readonly Interceptor[];
   readonly maxBodyBytes: number;
   readonly maxUploadBytes: number;
+  readonly timeouts: Timeouts;
   readonly logger: Logger;
 }
+
+/** The connection and request time bounds of the configuration. */
+export type Timeouts = Pick<LimitsConfig, "idleTimeoutSeconds" | "headersTimeoutSeconds" | "requestTimeoutSeconds" | "bodyIdleTimeoutSeconds">;
 
 export interface RunningServer {
   readonly port: number;
@@ -37,15 +43,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const reflection = createReflection(registryOf([...served.map((s) => s.file), ReflectionV1.file, ReflectionV1Alpha.file]), serviceNames);
   const onInternalError = (err: unknown) => opts.logger.error("internal error", { error: String((err as Error)?.stack ?? err) });
 
+  const table = new RouteTable(opts.services);
   const rest = createRestHandler({
-    table: new RouteTable(opts.services),
+    table,
     interceptors: opts.interceptors,
     maxBodyBytes: opts.maxBodyBytes,
     maxUploadBytes: opts.maxUploadBytes,
     shutdownSignal: shutdown.signal,
     onInternalError,
   });
-  const handler = connectNodeAdapter({
+  const handler = rpcAdapter({
     routes(router) {
       for (const s of opts.services) router.service(s.desc, s.impl);
       router.service(Health, createHealth(opts.services.map((s) => s.desc.typeName)));
@@ -53,11 +60,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       router.service(ReflectionV1Alpha, reflection.v1alpha);
     },
     interceptors: [...opts.interceptors],
+    contextValues: (req) => createContextValues().set(clientAddressKey, req.socket.remoteAddress),
     readMaxBytes: opts.maxBodyBytes,
     shutdownSignal: shutdown.signal,
     fallback: rest,
+    onHandlerError: onInternalError,
   });
-  const server: OnePortServer = await listenOnePort(handler, opts.port, opts.host);
+  const streamedRpcs = streamingRpcPaths([...served, ReflectionV1, ReflectionV1Alpha]);
+  const limits = connectionLimits(opts.timeouts, (method, path) => streamedRpcs.has(path) || table.streamsRequest(method, path));
+  const server: OnePortServer = await listenOnePort(handler, { port: opts.port, host: opts.host, limits });
   opts.logger.info("listening", { port: server.port, protocols: ["grpc", "grpc-web", "connect", "rest"] });
   return {
     port: server.port,
@@ -65,6 +76,24 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       shutdown.abort();
       await server.close();
     },
+  };
+}
+
+/** Request paths of the RPCs whose request is a stream (uploads, reflection): their bodies may take long. */
+function streamingRpcPaths(services: readonly DescService[]): Set<string> {
+  const streamed = services.flatMap((s) =>
+    s.methods.filter((m) => m.methodKind === "client_streaming" || m.methodKind === "bidi_streaming").map((m) => `/${s.typeName}/${m.name}`),
+  );
+  return new Set(streamed);
+}
+
+function connectionLimits(t: Timeouts, streamsRequest: ConnectionLimits["streamsRequest"]): ConnectionLimits {
+  return {
+    idleMs: t.idleTimeoutSeconds * 1000,
+    headersMs: t.headersTimeoutSeconds * 1000,
+    requestMs: t.requestTimeoutSeconds * 1000,
+    bodyIdleMs: t.bodyIdleTimeoutSeconds * 1000,
+    streamsRequest,
   };
 }
 

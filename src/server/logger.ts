@@ -4,6 +4,7 @@
  */
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
@@ -14,6 +15,7 @@ export function createLogger(quiet = false): Logger {
   };
   return {
     info: (m, f) => write("info", m, f),
+    warn: (m, f) => write("warn", m, f),
     error: (m, f) => write("error", m, f),
   };
 }

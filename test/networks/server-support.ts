@@ -7,6 +7,7 @@ import type { Config } from "../../src/config/config.js";
 import { defaults } from "../../src/config/load.js";
 import { createLogger } from "../../src/server/logger.js";
 import { USERS } from "../support/server.js";
+import { testSessionUids } from "../support/uids.js";
 
 /**
  * Servers on a data folder the test owns (unlike startTestServer, stopping one keeps the folder), so
@@ -22,7 +23,7 @@ export interface FolderServer {
 /** The whole server in this process, on a free loopback port, R not started. */
 export async function startOnFolder(dataDir: string): Promise<FolderServer> {
   const base = defaults();
-  const config: Config = { ...base, port: 0, host: "127.0.0.1", dataDir, users: USERS, r: { ...base.r, startOnBoot: false } };
+  const config: Config = { ...base, port: 0, host: "127.0.0.1", dataDir, users: USERS, r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() } };
   const rock = await startRock(config, { logger: createLogger(true), announce: () => {} });
   return { url: `http://127.0.0.1:${rock.port}`, port: rock.port, stop: () => rock.close() };
 }

@@ -95,7 +95,8 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
   let grpc: ReturnType<typeof grpcClients>;
 
   before(async () => {
-    server = await startTestServer({ r: { startOnBoot: true } });
+    // Tests keep their sessions open: no per-user session limit here (limits are tested on their own).
+    server = await startTestServer({ r: { startOnBoot: true, maxSessionsPerUser: 0 } });
     grpc = grpcClients(server.port);
   });
   after(async () => {

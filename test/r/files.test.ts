@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { ConnectError, Code } from "@connectrpc/connect";
-import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -116,5 +116,33 @@ describe("session files", function () {
     expect(await refusal(download("../../../../etc/passwd"))).to.equal("Source file path is not valid");
     symlinkSync(join(outside, "secret.txt"), join(session.dirs.work, "leak"));
     expect(await refusal(download("leak"))).to.equal("Source file path is not valid");
+  });
+
+  describe("against a session racing its own paths (isolated sessions)", () => {
+    before(function () {
+      if (process.getuid?.() !== 0) this.skip();
+    });
+
+    /** R, in the background of the session: `sub` flips between a folder and a symlink to `outside`. */
+    const flipSub = (target: string): string =>
+      `dir.create('sub'); writeLines('mine', 'sub/x.txt'); parallel::mcparallel(repeat { file.rename('sub', 'sub.real'); file.symlink('${target}', 'sub'); unlink('sub'); file.rename('sub.real', 'sub') }, detached = TRUE); TRUE`;
+
+    it("never writes outside the session when a checked folder is swapped for a symlink", async () => {
+      await session.eval(text(flipSub(outside)), "json");
+      for (let i = 0; i < 150; i++) await upload({ path: "sub/planted.txt", overwrite: true }, ["planted"]).catch(() => undefined);
+      expect(readdirSync(outside)).to.deep.equal(["secret.txt"]);
+    });
+
+    it("never reads outside the session when a checked folder is swapped for a symlink", async () => {
+      writeFileSync(join(outside, "x.txt"), "root's secret", { mode: 0o600 });
+      try {
+        await session.eval(text(flipSub(outside)), "json");
+        const seen = new Set<string>();
+        for (let i = 0; i < 150; i++) seen.add(await download("sub/x.txt").catch(() => "refused"));
+        expect([...seen].filter((s) => s !== "mine\n" && s !== "refused")).to.deep.equal([]);
+      } finally {
+        rmSync(join(outside, "x.txt"), { force: true });
+      }
+    });
   });
 });

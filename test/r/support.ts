@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
@@ -6,6 +6,9 @@ import { createContextValues, createHandlerContext } from "@connectrpc/connect";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { callerKey, type Caller } from "../../src/auth/caller.js";
 import type { NodeConfig, RConfig } from "../../src/config/config.js";
+import { defaults } from "../../src/config/load.js";
+import { decideIsolation, sessionsRoot } from "../../src/r/confine/isolation.js";
+import { testSessionUids } from "../support/uids.js";
 import { ConsoleLog } from "../../src/r/console-log.js";
 import { REngine } from "../../src/r/engine.js";
 import { createRServiceHandlers } from "../../src/rservice/handlers.js";
@@ -14,6 +17,8 @@ export const NODE: NodeConfig = { id: "rock-test", cluster: "test", tags: ["t1"]
 
 export function rConfig(overrides: Partial<RConfig> = {}): RConfig {
   return {
+    ...defaults().r,
+    sessionUids: testSessionUids(),
     executable: "R",
     startOnBoot: true,
     autoRestart: false,
@@ -38,15 +43,18 @@ export interface Rig {
 }
 
 /**
- * A started engine over a fresh data folder; close() stops R and removes the folder. `library` is a
- * package library folder relative to the data folder.
+ * A started engine over a fresh data folder (or `dataDir`); close() stops R and removes the folder.
+ * `library` is a package library folder relative to the data folder.
  */
-export async function startRig(overrides: Partial<RConfig> = {}, options: { library?: string; maxUploadBytes?: number } = {}): Promise<Rig> {
-  const dataDir = await mkdtemp(join(tmpdir(), "rock-r-test-"));
+export async function startRig(overrides: Partial<RConfig> = {}, options: { library?: string; maxUploadBytes?: number; dataDir?: string } = {}): Promise<Rig> {
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), "rock-r-test-")));
+  // Isolated sessions pass through the data folder to theirs, as the service's data folder allows.
+  await chmod(dataDir, 0o711);
   const config = rConfig(overrides);
   const log = new ConsoleLog({ file: join(dataDir, "rserver.log"), maxBytes: config.logMaxBytes, files: config.logFiles });
   const library = options.library === undefined ? {} : { library: join(dataDir, options.library) };
-  const engine = new REngine({ config, dataDir, log, ...library });
+  const { isolated } = decideIsolation(config);
+  const engine = new REngine({ config, dataDir, sessionsDir: sessionsRoot(config, dataDir, isolated), isolated, log, ...library });
   const handlers = createRServiceHandlers({ engine, node: NODE, r: config, maxUploadBytes: options.maxUploadBytes ?? 1 << 30 });
   const close = async (): Promise<void> => {
     await engine.close();

@@ -53,14 +53,14 @@ describe("configuration", () => {
   it("creates an administrator once, shows its password once and keeps only the hash", async function () {
     this.timeout(10_000);
     const shown: string[] = [];
-    const users = await bootstrapUsers([], dir, (t) => shown.push(t));
+    const users = await bootstrapUsers([], dir, (t) => shown.push(t), true);
     expect(shown).to.have.length(1);
     const password = /password (\S+)/.exec(shown[0]!)![1]!;
     const stored = fs.readFileSync(path.join(dir, "users.generated.yaml"), "utf8");
     expect(stored).to.include("{bcrypt}");
     expect(stored).not.to.include(password);
     expect((fs.statSync(path.join(dir, "users.generated.yaml")).mode & 0o777).toString(8)).to.equal("600");
-    const again = await bootstrapUsers([], dir, (t) => shown.push(t));
+    const again = await bootstrapUsers([], dir, (t) => shown.push(t), true);
     expect(shown).to.have.length(1);
     expect(again).to.deep.equal(users);
     const caller = await new UserDirectory(again).authenticate("administrator", password);

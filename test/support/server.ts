@@ -5,6 +5,7 @@ import { defaults } from "../../src/config/load.js";
 import type { Config, UserConfig } from "../../src/config/config.js";
 import { startRock, type Rock } from "../../src/compose.js";
 import { createLogger } from "../../src/server/logger.js";
+import { testSessionUids } from "./uids.js";
 
 /** One user per role (the password is the user name), plus one without any role. */
 export const USERS: readonly UserConfig[] = [
@@ -33,6 +34,7 @@ export interface ConfigPatch {
   readonly r?: Partial<Config["r"]>;
   readonly packages?: Partial<Config["packages"]>;
   readonly limits?: Partial<Config["limits"]>;
+  readonly auth?: Partial<Config["auth"]>;
 }
 
 /** A whole server on a free loopback port with a fresh data folder; `stop()` removes both. */
@@ -46,9 +48,11 @@ export async function startTestServer(patch: ConfigPatch = {}): Promise<TestServ
     dataDir,
     users: patch.users ?? USERS,
     node: { ...base.node, ...patch.node },
-    r: { ...base.r, startOnBoot: false, ...patch.r },
+    r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids(), ...patch.r },
     packages: { ...base.packages, ...patch.packages },
     limits: { ...base.limits, ...patch.limits },
+    // Tests log in wrongly on purpose from one address: only tests about the throttle ask for it.
+    auth: { ...base.auth, maxFailures: 0, ...patch.auth },
   };
   let rock: Rock;
   try {

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { PACKAGE_SCRIPT } from "./script.js";
+import { packageEnvironment } from "../confine/environment.js";
 
 export interface RunOptions {
   /** Each line R prints (stdout and stderr merged, in order), as it is printed. */
@@ -79,7 +80,9 @@ export async function runPackageScript(request: RunRequest): Promise<Buffer> {
     log(`[packages] ${request.title}\n`);
     installExitHook();
     const subprocess = execa(request.rExecutable, ["--no-echo", "--no-save", "--no-restore", "-f", scriptFile], {
+      extendEnv: false,
       env: {
+        ...packageEnvironment(process.env),
         ...request.env,
         TMPDIR: dir,
         ROCK_PKG_OUT: outFile,

@@ -1,0 +1,46 @@
+import { expect } from "chai";
+import { encodeFrame, FrameReader, type Frame } from "../../src/r/frame.js";
+
+const frame = (type: string, payload: Buffer): Frame => ({ type, payload });
+const plain = (frames: Frame[]) => frames.map((f) => ({ type: f.type, payload: Buffer.from(f.payload).toString("hex") }));
+
+describe("FrameReader", () => {
+  const frames = [
+    frame("V", Buffer.alloc(0)),
+    frame("M", Buffer.from("m")),
+    frame("X", Buffer.from("four")),
+    frame("W", Buffer.from("a warning, longer than a header")),
+  ];
+  const stream = Buffer.concat(frames.map((f) => encodeFrame(f.type, f.payload)));
+
+  it("cuts a stream split anywhere into the same frames", () => {
+    for (let a = 0; a <= stream.length; a++) {
+      for (let b = a; b <= stream.length; b++) {
+        const reader = new FrameReader();
+        const got = [stream.subarray(0, a), stream.subarray(a, b), stream.subarray(b)].flatMap((c) => reader.push(c));
+        expect(plain(got), `cut at ${a} and ${b}`).to.deep.equal(plain(frames));
+      }
+    }
+  });
+
+  it("takes a stream byte by byte", () => {
+    const reader = new FrameReader();
+    const got: Frame[] = [];
+    for (let i = 0; i < stream.length; i++) got.push(...reader.push(stream.subarray(i, i + 1)));
+    expect(plain(got)).to.deep.equal(plain(frames));
+  });
+
+  it("rebuilds a 50 MB frame from 64 KiB chunks, with the next frame in its last chunk", function () {
+    // Copying what came so far at each chunk took 15 s here; one copy takes 0.3 s.
+    this.timeout(5000);
+    const big = Buffer.allocUnsafe(50e6);
+    for (let i = 0; i < big.length; i += 4) big.writeUInt32LE(i, i);
+    const bytes = Buffer.concat([encodeFrame("V", big), encodeFrame("M", Buffer.from("next"))]);
+    const reader = new FrameReader();
+    const got: Frame[] = [];
+    for (let i = 0; i < bytes.length; i += 65536) got.push(...reader.push(bytes.subarray(i, i + 65536)));
+    expect(got.map((f) => f.type)).to.deep.equal(["V", "M"]);
+    expect(got[0]!.payload.equals(big)).to.equal(true);
+    expect(got[1]!.payload.toString()).to.equal("next");
+  });
+});
