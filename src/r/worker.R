@@ -56,10 +56,27 @@ local({
     repeat if (isTRUE(tryCatch({ writeBin(bytes, con); TRUE }, interrupt = function(i) FALSE))) break
   }
 
+  frame_header <- function(type, n) {
+    c(charToRaw(type), as.raw(c(n %/% 16777216, (n %/% 65536) %% 256, (n %/% 256) %% 256, n %% 256)))
+  }
+
+  # A payload is raw bytes, or UTF-8 text (a JSON value) written as it is, never copied into raw.
+  payload_raw <- function(payload) if (is.character(payload)) charToRaw(payload) else payload
+  payload_size <- function(payload) if (is.character(payload)) nchar(payload, type = "bytes") else length(payload)
+
   # A frame is sent whole in one write, so Nagle's algorithm never holds its tail back.
-  frame_bytes <- function(type, payload) {
-    n <- length(payload)
-    c(charToRaw(type), as.raw(c(n %/% 16777216, (n %/% 65536) %% 256, (n %/% 256) %% 256, n %% 256)), payload)
+  frame_bytes <- function(type, payload) c(frame_header(type, payload_size(payload)), payload_raw(payload))
+
+  # An answer's frame as the parts to write: one for a small payload (see frame_bytes), the header and
+  # the payload itself for a large one, which copying behind its header would cost more than a write.
+  big_payload <- 65536L
+  frame_parts <- function(type, payload) {
+    n <- payload_size(payload)
+    if (n < big_payload) list(frame_bytes(type, payload)) else list(frame_header(type, n), payload)
+  }
+
+  write_part <- function(con, part) {
+    if (is.character(part)) writeChar(part, con, eos = NULL, useBytes = TRUE) else writeBin(part, con)
   }
 
   write_frame <- function(con, type, payload = raw(0L)) send(con, frame_bytes(type, payload))
@@ -108,7 +125,7 @@ local({
                        error = function(e) serialize_json(x))
       if (identical(as.character(json), "{}")) json <- "null"
     }
-    text_raw(json)
+    enc2utf8(as.character(json))
   }
 
   encode_value <- function(x, format) if (format == "r") serialize(x, NULL) else as_json(x)
@@ -134,7 +151,7 @@ local({
   }
 
   # The answer to a request: a RESULT or ERROR frame, behind the end marker for a live evaluation.
-  answer <- function(live, type, payload) list(marker = if (live) eval_marker, frame = frame_bytes(type, payload))
+  answer <- function(live, type, payload) list(marker = if (live) eval_marker, frame = frame_parts(type, payload))
   failed <- function(live, text) answer(live, "X", text_raw(text))
 
   # Evaluates `work` and returns its answer; an R error or an interrupt is left to serve(), which
@@ -257,7 +274,12 @@ local({
             writeBin(pending$marker, out)
             pending$marker <- NULL
           }
-          writeBin(pending$frame, con)
+          # Part by part: an interrupt comes before anything of a write was sent, so what is left of
+          # the frame is exactly its parts not written yet.
+          while (length(pending$frame) > 0L) {
+            write_part(con, pending$frame[[1L]])
+            pending$frame[[1L]] <- NULL
+          }
           pending <- NULL
         }
         step <- "read"

@@ -1,7 +1,6 @@
 import { expect } from "chai";
 import type * as grpcJs from "@grpc/grpc-js";
-import { call, grpcClients, metadataFor, rest, type RestAnswer } from "../support/clients.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { call, metadataFor, rest, serveWithClients, type RestAnswer } from "../support/clients.js";
 
 /**
  * The NetworkService over real sockets: REST (status codes, bodies, headers of reference §2) and
@@ -36,19 +35,10 @@ const GRPC = { OK: 0, INVALID_ARGUMENT: 3, NOT_FOUND: 5, ALREADY_EXISTS: 6, PERM
 
 describe("NetworkService over REST and gRPC", function () {
   this.timeout(60_000);
-  let server: TestServer;
-  let clients: ReturnType<typeof grpcClients>;
-  before(async () => {
-    server = await startTestServer();
-    clients = grpcClients(server.port);
-  });
-  after(async () => {
-    clients.close();
-    await server.stop();
-  });
+  const served = serveWithClients();
 
   function req(method: string, path: string, user?: string, body?: unknown): Promise<RestAnswer> {
-    return rest(server.url, method, path, {
+    return rest(served.server.url, method, path, {
       ...(user ? { user } : {}),
       ...(body !== undefined ? { headers: JSON_BODY, body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
     });
@@ -90,7 +80,7 @@ describe("NetworkService over REST and gRPC", function () {
         published: true,
         permissions: { view: false },
       });
-      expect(res.headers.get("location")).to.equal(`${server.url}/ws/draft/network/hn`);
+      expect(res.headers.get("location")).to.equal(`${served.server.url}/ws/draft/network/hn`);
       expect(res.headers.get("content-type")).to.match(/^application\/json/);
       const perms = { view: true, edit: true, delete: false, publish: false };
       expect(stamped(res.json<Json>())).to.deep.equal({
@@ -387,7 +377,7 @@ describe("NetworkService over REST and gRPC", function () {
     const n = (id: string) => ({ id, name: [{ lang: "en", value: `G ${id}` }], acronym: [], description: [], studyIds: ["gs"], studySummaries: [], memberships: [], networkIds: [] });
 
     it("answers every RPC with OK and its content", async () => {
-      const c = clients.networks;
+      const c = served.clients.networks;
       const md = metadataFor("cadmin");
       const id = `grpc${++counter}`;
       const created = await call<{ network?: { id?: string; state?: { revisionsAhead?: number } } }>((cb) => c.createNetwork({ network: n(id) }, md, cb));
@@ -423,7 +413,7 @@ describe("NetworkService over REST and gRPC", function () {
     });
 
     it("maps errors to status codes: invalid, missing, existing, denied, unauthenticated", async () => {
-      const c = clients.networks;
+      const c = served.clients.networks;
       const id = `grpc${++counter}`;
       const a = `grpc${++counter}`;
       expect(await grpcCode((m, cb) => c.createNetwork({ network: n(id) }, m, cb), "editor")).to.equal(GRPC.OK);

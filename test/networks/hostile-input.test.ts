@@ -1,7 +1,6 @@
 import { expect } from "chai";
 import type * as grpcJs from "@grpc/grpc-js";
-import { call, grpcClients, metadataFor, rest, type RestAnswer } from "../support/clients.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import { call, metadataFor, rest, serveWithClients, type RestAnswer } from "../support/clients.js";
 
 /**
  * Inputs built to hurt, over real sockets: each one used to stall the server, answer 500 (or a
@@ -27,19 +26,10 @@ function nestedArraysText(levels: number): string {
 
 describe("catalogue inputs built to hurt", function () {
   this.timeout(60_000);
-  let server: TestServer;
-  let clients: ReturnType<typeof grpcClients>;
-  before(async () => {
-    server = await startTestServer();
-    clients = grpcClients(server.port);
-  });
-  after(async () => {
-    clients.close();
-    await server.stop();
-  });
+  const served = serveWithClients();
 
   function req(method: string, path: string, body?: unknown): Promise<RestAnswer> {
-    return rest(server.url, method, path, {
+    return rest(served.server.url, method, path, {
       user: "cadmin",
       ...(body !== undefined ? { headers: JSON_BODY, body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
     });
@@ -103,7 +93,7 @@ describe("catalogue inputs built to hurt", function () {
     it("refuses queries nested 5,000 deep", async () => {
       // Cut at the length limit, before any parsing.
       await expectRefused("GET", list(`${"(".repeat(5000)}eq(id,a)${")".repeat(5000)}`), /query is 10008 characters long; at most 4096/);
-      const deep = await grpcAnswer((m, cb) => clients.networks.listNetworks({ query: `${"and(".repeat(5000)}eq(id,a)${")".repeat(5000)}`, exclude: [] }, m, cb));
+      const deep = await grpcAnswer((m, cb) => served.clients.networks.listNetworks({ query: `${"and(".repeat(5000)}eq(id,a)${")".repeat(5000)}`, exclude: [] }, m, cb));
       expect(deep.code, deep.details).to.equal(GRPC.INVALID_ARGUMENT);
       expect(deep.details).to.match(/query is 25008 characters long; at most 4096/);
     });
@@ -112,7 +102,7 @@ describe("catalogue inputs built to hurt", function () {
       await expectRefused("GET", list(`${"not(".repeat(40)}eq(id,a)${")".repeat(40)}`), /Parentheses nested deeper than 32 levels at position 131/);
       await expectRefused("GET", list(`in(id,${"(".repeat(40)}${")".repeat(40)})`), /Parentheses nested deeper than 32 levels at position 37/);
       await expectStatus("GET", list(`${"not(".repeat(31)}eq(id,a)${")".repeat(31)}`), 200);
-      const deep = await grpcAnswer((m, cb) => clients.networks.listNetworks({ query: `${"and(".repeat(40)}eq(id,a)${")".repeat(40)}`, exclude: [] }, m, cb));
+      const deep = await grpcAnswer((m, cb) => served.clients.networks.listNetworks({ query: `${"and(".repeat(40)}eq(id,a)${")".repeat(40)}`, exclude: [] }, m, cb));
       expect(deep.code, deep.details).to.equal(GRPC.INVALID_ARGUMENT);
       expect(deep.details).to.match(/Parentheses nested deeper than 32 levels at position 131/);
     });
@@ -121,7 +111,7 @@ describe("catalogue inputs built to hurt", function () {
       const long = `or(${"eq(id,a),".repeat(500)}eq(id,b))`;
       await expectRefused("GET", list(long), new RegExp(`query is ${long.length} characters long; at most 4096`));
       const stars = `like(name.en,${"*".repeat(100_000)})`;
-      const answer = await grpcAnswer((m, cb) => clients.networks.listNetworks({ query: stars, exclude: [] }, m, cb));
+      const answer = await grpcAnswer((m, cb) => served.clients.networks.listNetworks({ query: stars, exclude: [] }, m, cb));
       expect(answer.code, answer.details).to.equal(GRPC.INVALID_ARGUMENT);
       expect(answer.details).to.match(new RegExp(`query is ${stars.length} characters long; at most 4096`));
     });
@@ -131,7 +121,7 @@ describe("catalogue inputs built to hurt", function () {
     it("refuses content nested 5,000 deep over REST and gRPC", async () => {
       const body = { name: [{ lang: "en", value: "Deep" }], content: nestedArraysText(5000) };
       await expectRefused("POST", "/ws/draft/networks", /content nests deeper than 30 levels/, body);
-      const grpc = await grpcAnswer((m, cb) => clients.networks.createNetwork({ network: grpcNetwork("deep5000", { content: nestedArraysText(5000) }) }, m, cb));
+      const grpc = await grpcAnswer((m, cb) => served.clients.networks.createNetwork({ network: grpcNetwork("deep5000", { content: nestedArraysText(5000) }) }, m, cb));
       expect(grpc.code, grpc.details).to.equal(GRPC.INVALID_ARGUMENT);
       expect(grpc.details).to.match(/content nests deeper than 30 levels/);
     });
@@ -139,17 +129,17 @@ describe("catalogue inputs built to hurt", function () {
     it("refuses content 3,000 deep, which used to be stored and then broke every read of the model", async () => {
       const id = await fresh({ content: '{"kept":true}' });
       await expectRefused("PUT", `/ws/draft/network/${id}`, /content nests deeper than 30 levels/, { id, name: [{ lang: "en", value: "x" }], content: nestedArraysText(3000) });
-      const grpc = await grpcAnswer((m, cb) => clients.networks.updateNetwork({ id, network: grpcNetwork(id, { content: nestedArraysText(3000) }) }, m, cb));
+      const grpc = await grpcAnswer((m, cb) => served.clients.networks.updateNetwork({ id, network: grpcNetwork(id, { content: nestedArraysText(3000) }) }, m, cb));
       expect(grpc.code, grpc.details).to.equal(GRPC.INVALID_ARGUMENT);
       expect((await expectStatus("GET", `/ws/draft/network/${id}/model`, 200)).json()).to.deep.equal({ kept: true });
-      const model = await call<{ model?: object }>((cb) => clients.networks.getModel({ id }, metadataFor("cadmin"), cb));
+      const model = await call<{ model?: object }>((cb) => served.clients.networks.getModel({ id }, metadataFor("cadmin"), cb));
       expect(model.model).to.deep.equal({ kept: true });
     });
 
-    it("refuses a model, study summary or membership 31 levels deep, which gRPC clients cannot decode", async () => {
+    it("refuses a model, study summary or membership 31 levels deep, which gRPC served.clients cannot decode", async () => {
       const id = await fresh();
       await expectRefused("PUT", `/ws/draft/network/${id}/model`, /content nests deeper than 30 levels/, nestedObjects(31));
-      const model = await grpcAnswer((m, cb) => clients.networks.updateModel({ id, model: nestedObjects(31) }, m, cb));
+      const model = await grpcAnswer((m, cb) => served.clients.networks.updateModel({ id, model: nestedObjects(31) }, m, cb));
       expect(model.code, model.details).to.equal(GRPC.INVALID_ARGUMENT);
       const base = { name: [{ lang: "en", value: "x" }] };
       await expectRefused("POST", "/ws/draft/networks", /studySummaries nests deeper than 30 levels/, { ...base, studySummaries: [{}, nestedObjects(31)] });
@@ -160,7 +150,7 @@ describe("catalogue inputs built to hurt", function () {
 
     it("keeps a document at the depth limit readable by grpc-js through every read, diffs included", async () => {
       const md = metadataFor("cadmin");
-      const c = clients.networks;
+      const c = served.clients.networks;
       const id = await fresh();
       const deep = nestedObjects(30);
       await call((cb) => c.updateNetwork({ id, network: grpcNetwork(id, { content: JSON.stringify(deep), studySummaries: [deep], memberships: [deep] }) }, md, cb));
@@ -195,16 +185,16 @@ describe("catalogue inputs built to hurt", function () {
   describe("ids, comments and list parameters", () => {
     it("answers a megabyte id with NOT_FOUND or INVALID_ARGUMENT quoting only its start", async () => {
       const long = "x".repeat(1_000_000);
-      const get = await grpcAnswer((m, cb) => clients.networks.getNetwork({ id: long }, m, cb));
+      const get = await grpcAnswer((m, cb) => served.clients.networks.getNetwork({ id: long }, m, cb));
       expect(get.code, get.details.slice(0, 200)).to.equal(GRPC.NOT_FOUND);
       expect(get.details).to.equal(`No such network: ${"x".repeat(100)}…`);
-      const create = await grpcAnswer((m, cb) => clients.networks.createNetwork({ network: grpcNetwork(long) }, m, cb));
+      const create = await grpcAnswer((m, cb) => served.clients.networks.createNetwork({ network: grpcNetwork(long) }, m, cb));
       expect(create.code, create.details.slice(0, 200)).to.equal(GRPC.INVALID_ARGUMENT);
       expect(create.details).to.match(/^Invalid network id: "x{100}…"$/);
-      const sort = await grpcAnswer((m, cb) => clients.networks.listNetworks({ sort: long, exclude: [] }, m, cb));
+      const sort = await grpcAnswer((m, cb) => served.clients.networks.listNetworks({ sort: long, exclude: [] }, m, cb));
       expect(sort.code, sort.details.slice(0, 200)).to.equal(GRPC.INVALID_ARGUMENT);
       const id = await fresh();
-      const revision = await grpcAnswer((m, cb) => clients.networks.getRevision({ id, commitId: long }, m, cb));
+      const revision = await grpcAnswer((m, cb) => served.clients.networks.getRevision({ id, commitId: long }, m, cb));
       expect(revision.code, revision.details.slice(0, 200)).to.equal(GRPC.NOT_FOUND);
     });
 
@@ -229,10 +219,10 @@ describe("catalogue inputs built to hurt", function () {
 
     it("refuses more than 10,000 excluded ids", async () => {
       const many = Array.from({ length: 100_000 }, (_, i) => `id${i}`);
-      const answer = await grpcAnswer((m, cb) => clients.networks.listNetworks({ exclude: many }, m, cb));
+      const answer = await grpcAnswer((m, cb) => served.clients.networks.listNetworks({ exclude: many }, m, cb));
       expect(answer.code, answer.details).to.equal(GRPC.INVALID_ARGUMENT);
       expect(answer.details).to.match(/exclude names more than 10000 ids/);
-      const fine = await grpcAnswer((m, cb) => clients.networks.listNetworks({ exclude: [many.slice(0, 10_000).join(",")] }, m, cb));
+      const fine = await grpcAnswer((m, cb) => served.clients.networks.listNetworks({ exclude: [many.slice(0, 10_000).join(",")] }, m, cb));
       expect(fine.code, fine.details).to.equal(GRPC.OK);
     });
   });

@@ -7,7 +7,7 @@ import { NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
 import { defaults } from "../../src/config/load.js";
 import { clientKey } from "../../src/auth/throttle.js";
 import { basic, startTestServer, type ConfigPatch, type TestServer } from "../support/server.js";
-import { grpcClients } from "../support/clients.js";
+import { grpcClients, serveWithClients } from "../support/clients.js";
 
 interface Answer {
   readonly status: number;
@@ -189,26 +189,17 @@ describe("authentication hardening", function () {
       "an empty user name": `Basic ${b64(":editor")}`,
       "a control character": `Basic ${b64("edi\u0001tor:editor")}`,
     };
-    let server: TestServer;
-    let clients: ReturnType<typeof grpcClients>;
-    before(async () => {
-      server = await startTestServer();
-      clients = grpcClients(server.port);
-    });
-    after(async () => {
-      clients.close();
-      await server.stop();
-    });
+    const served = serveWithClients();
 
     for (const [what, header] of Object.entries(MALFORMED)) {
       it(`refuses ${what} with 401 on REST, Connect, gRPC-Web and gRPC`, async () => {
-        const r = await restFrom(server, "127.0.0.1", "GET", PROTECTED, header);
+        const r = await restFrom(served.server, "127.0.0.1", "GET", PROTECTED, header);
         expect(r.status).to.equal(401);
         expect(r.message).to.match(/^Malformed Basic credentials/);
         expect(r.headers["www-authenticate"]).to.match(/^Basic realm=/);
-        const pub = await restFrom(server, "127.0.0.1", "GET", "/_info", header);
+        const pub = await restFrom(served.server, "127.0.0.1", "GET", "/_info", header);
         expect(pub.status, "not taken as anonymous on a public call either").to.equal(401);
-        const baseUrl = server.url;
+        const baseUrl = served.server.url;
         for (const transport of [createConnectTransport({ baseUrl, httpVersion: "1.1" }), createGrpcWebTransport({ baseUrl, httpVersion: "1.1" }), createGrpcTransport({ baseUrl })]) {
           const err = await createClient(NetworkService, transport)
             .listNetworks({}, { headers: { authorization: header } })
@@ -216,18 +207,18 @@ describe("authentication hardening", function () {
           expect(err?.code).to.equal(Code.Unauthenticated);
           expect(err?.rawMessage).to.match(/^Malformed Basic credentials/);
         }
-        const g = await grpcCode(metadata(header), clients);
+        const g = await grpcCode(metadata(header), served.clients);
         expect(g.code).to.equal(grpc.status.UNAUTHENTICATED);
         expect(g.details).to.match(/^Malformed Basic credentials/);
       });
     }
 
     it("still accepts well-formed credentials and treats other schemes as no credentials", async () => {
-      expect((await restFrom(server, "127.0.0.1", "GET", PROTECTED, basic("editor"))).status).to.equal(200);
-      const bearer = await restFrom(server, "127.0.0.1", "GET", PROTECTED, "Bearer abc");
+      expect((await restFrom(served.server, "127.0.0.1", "GET", PROTECTED, basic("editor"))).status).to.equal(200);
+      const bearer = await restFrom(served.server, "127.0.0.1", "GET", PROTECTED, "Bearer abc");
       expect(bearer.status).to.equal(401);
       expect(bearer.message).to.equal("Authentication required");
-      expect((await restFrom(server, "127.0.0.1", "GET", "/_info", "Bearer abc")).status).to.equal(200);
+      expect((await restFrom(served.server, "127.0.0.1", "GET", "/_info", "Bearer abc")).status).to.equal(200);
     });
   });
 });

@@ -5,7 +5,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { RServiceClient } from "../../gen/grpc-js/rock/r/v1/rservice.js";
 import { NetworkServiceClient } from "../../gen/grpc-js/rock/networks/v1/networks.js";
 import { HealthClient } from "../../gen/grpc-js/grpc/health/v1/health.js";
-import { basic } from "./server.js";
+import { basic, startTestServer, type ConfigPatch, type TestServer } from "./server.js";
 
 export interface RestAnswer {
   readonly status: number;
@@ -48,6 +48,22 @@ export function metadataFor(user?: string, password?: string): grpc.Metadata {
   const md = new grpc.Metadata();
   if (user) md.set("authorization", basic(user, password));
   return md;
+}
+
+export type GrpcClients = ReturnType<typeof grpcClients>;
+
+/** A test server with grpc-js clients for a describe block: started before its tests, stopped after. */
+export function serveWithClients(patch?: ConfigPatch): { readonly server: TestServer; readonly clients: GrpcClients } {
+  const served = {} as { server: TestServer; clients: GrpcClients };
+  before(async () => {
+    served.server = await startTestServer(patch);
+    served.clients = grpcClients(served.server.port);
+  });
+  after(async () => {
+    served.clients?.close();
+    await served.server?.stop();
+  });
+  return served;
 }
 
 /** Promisifies a grpc-js unary call: `call<Res>((cb) => client.method(req, md, cb))`. */
