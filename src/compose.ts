@@ -5,6 +5,7 @@ import { bootstrapUsers } from "./auth/bootstrap.js";
 import { UserDirectory } from "./auth/users.js";
 import type { Config } from "./config/config.js";
 import { registerService } from "./edge/service-registry.js";
+import { restStyleOf } from "./rest-contracts.js";
 import { NetworkService } from "../gen/es/rock/networks/v1/networks_pb.js";
 import { RService } from "../gen/es/rock/r/v1/rservice_pb.js";
 import { NetworkCatalog } from "./networks/catalog.js";
@@ -14,14 +15,21 @@ import { assertPrivateConfig, protectDataFolder } from "./r/confine/data-folder.
 import { decideIsolation, sessionsRoot } from "./r/confine/isolation.js";
 import { REngine } from "./r/engine.js";
 import { PackageManager } from "./r/packages/index.js";
+import { drainPolicy } from "./rservice/drain-policy.js";
 import { createRServiceHandlers } from "./rservice/handlers.js";
 import { createPackageHandlers } from "./rservice/packages.js";
 import { startServer } from "./server/app.js";
+import { drainGate } from "./server/drain-gate.js";
+import { ServiceLifecycle } from "./server/lifecycle.js";
 import { createLogger, type Logger } from "./server/logger.js";
+import { readTlsCredentials } from "./server/tls.js";
 
 export interface Rock {
   readonly port: number;
   readonly engine: REngine;
+  /** Serving, draining, stopped: shutdown.ts drains it before close(). */
+  readonly lifecycle: ServiceLifecycle;
+  /** Stops at once: calls still running are cut. */
   close(): Promise<void>;
 }
 
@@ -39,6 +47,8 @@ export interface ComposeOptions {
 /** config → users → R engine → stores → one server for every protocol. */
 export async function startRock(config: Config, opts: ComposeOptions = {}): Promise<Rock> {
   const logger = opts.logger ?? createLogger();
+  // First: a wrong certificate file refuses the start before anything is created.
+  const tls = readTlsCredentials(config.tls);
   const isolation = decideIsolation(config.r);
   if (isolation.warning) logger.warn(isolation.warning);
   if (isolation.isolated && config.configFile) assertPrivateConfig(config.configFile);
@@ -77,29 +87,36 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     });
     const catalog = await NetworkCatalog.open(path.join(config.dataDir, "networks"));
     cleanups.push(() => catalog.close());
+    const lifecycle = new ServiceLifecycle({ drainMs: config.server.drainSeconds * 1000, busy: () => engine.busy });
     protectDataFolder(config.dataDir, [sessionsDir, ...(config.packages.library ? [config.packages.library] : [])]);
 
     const server = await startServer({
       port: config.port,
       host: config.host,
+      tls,
       services: [
         registerService(
           RService,
           { ...createRServiceHandlers({ engine, node: config.node, r: config.r, maxUploadBytes: config.limits.maxUploadBytes }), ...createPackageHandlers(packages) },
-          { alwaysEmitImplicit: true },
+          restStyleOf(RService),
         ),
-        registerService(NetworkService, createNetworkServiceHandlers(catalog), { alwaysEmitImplicit: false }),
+        registerService(NetworkService, createNetworkServiceHandlers(catalog), restStyleOf(NetworkService)),
       ],
-      interceptors: [authInterceptor(users)],
+      interceptors: [drainGate(lifecycle, drainPolicy), authInterceptor(users)],
       maxBodyBytes: config.limits.maxBodyBytes,
       maxUploadBytes: config.limits.maxUploadBytes,
       timeouts: config.limits,
       logger,
+      serving: lifecycle,
     });
     cleanups.push(() => server.close());
     // Without R the catalogue still serves; /_check then answers 500 until R runs.
     await engine.boot().catch((e: Error) => logger.error("R server did not start", { error: e.message }));
-    return { port: server.port, engine, close: cleanup };
+    const close = async () => {
+      lifecycle.cut();
+      await cleanup();
+    };
+    return { port: server.port, engine, lifecycle, close };
   } catch (e) {
     await cleanup();
     throw e;

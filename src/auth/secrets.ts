@@ -1,8 +1,9 @@
 import bcrypt from "bcryptjs";
 
 /**
- * Stored secrets are `{bcrypt}$2…` (hashed), `{noop}text` or plain text; they are checked off the
- * event loop by HashPool (hash-worker.js).
+ * The stored form this server writes (bootstrap, `rock-ts hash-password`): bcrypt of cost 10, the
+ * cost of the decoy every check pays at least (hash-worker.js). Other forms it reads are in
+ * secret-format.js.
  */
 export async function hashSecret(secret: string): Promise<string> {
   return `{bcrypt}${await bcrypt.hash(secret, 10)}`;

@@ -3,6 +3,7 @@ import type { AuthConfig, UserConfig } from "../config/config.js";
 import { defaults } from "../config/load.js";
 import type { Caller } from "./caller.js";
 import { HashPool, HashPoolFull } from "./hash-pool.js";
+import { parseSecret } from "./secret-format.js";
 import { clientKey, FailureThrottle, tooManyAttempts } from "./throttle.js";
 
 /** How long a verified name/password pair skips the (deliberately slow) hash check. */
@@ -25,6 +26,15 @@ export class UserDirectory {
   private readonly throttle: FailureThrottle;
 
   constructor(users: readonly UserConfig[], auth: AuthConfig = defaults().auth) {
+    // Users also come from outside the configuration (users.generated.yaml): a secret that could not be
+    // checked fails here, at start, not at each login.
+    for (const u of users) {
+      try {
+        parseSecret(u.secret);
+      } catch (e) {
+        throw new Error(`user '${u.name}': ${(e as Error).message}`);
+      }
+    }
     this.users = new Map(users.map((u) => [u.name, u]));
     this.pool = new HashPool({ workers: auth.hashWorkers, maxQueue: auth.hashQueue });
     this.throttle = new FailureThrottle({ maxFailures: auth.maxFailures, windowMs: auth.failureWindowSeconds * 1000, maxClients: auth.trackedClients });

@@ -3,6 +3,8 @@ export interface Config {
   /** Listening port for every protocol (gRPC, gRPC-Web, Connect, REST). */
   readonly port: number;
   readonly host: string;
+  /** Certificate and key of the port; set, it speaks HTTPS only. */
+  readonly tls: TlsConfig;
   /** Where LevelDB, sessions' folders, the console log and generated secrets live. */
   readonly dataDir: string;
   readonly node: NodeConfig;
@@ -14,10 +16,29 @@ export interface Config {
   readonly packages: PackagesConfig;
   readonly limits: LimitsConfig;
   readonly auth: AuthConfig;
+  readonly server: ServerConfig;
+}
+
+export interface ServerConfig {
+  /**
+   * On SIGTERM or SIGINT, how long calls already running may take to finish before the service stops
+   * anyway (see README "Stopping and starting"); <= 0: stop at once.
+   */
+  readonly drainSeconds: number;
+}
+
+/** Both set: the port speaks HTTPS only (h2 and http/1.1 by ALPN); both empty: cleartext only. */
+export interface TlsConfig {
+  /** PEM file of the certificate chain, the server's certificate first. */
+  readonly cert: string;
+  /** PEM file of its private key, unencrypted. */
+  readonly key: string;
 }
 
 export interface NodeConfig {
   readonly id: string;
+  /** Shown by /_info as `name`; the id when unset. */
+  readonly name?: string;
   readonly cluster: string;
   readonly tags: readonly string[];
   /** Public base URL announced by /_info (`server`), when set. */
@@ -26,7 +47,7 @@ export interface NodeConfig {
 
 export interface UserConfig {
   readonly name: string;
-  /** Plain text, `{noop}plain`, or `{bcrypt}$2…` */
+  /** Plain text, `{noop}plain`, `{bcrypt}$2…`, or Spring Security's `{pbkdf2}…` / `{scrypt}$…` (src/auth/secret-format.js). */
   readonly secret: string;
   readonly roles: readonly string[];
 }
@@ -75,6 +96,13 @@ export interface RConfig {
   readonly maxEvalCpuSeconds: number;
   /** After an interrupt the service sent, how long R has to come back before the session is killed. */
   readonly interruptGraceSeconds: number;
+  /**
+   * A file of R code the R server runs before it forks any session (packages loaded once, options), as
+   * the service's user: trusted configuration. Empty: none.
+   */
+  readonly profile: string;
+  /** While the R server starts, how long a call that needs it waits before it is answered 503. */
+  readonly startWaitSeconds: number;
 }
 
 export type IsolationMode = "auto" | "required";

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
+import { parseSecret } from "../auth/secret-format.js";
 import type { Config, IsolationMode, UserConfig } from "./config.js";
 
 /** Every setting has a default: the server runs with no file and no environment. */
@@ -9,8 +10,9 @@ export function defaults(): Config {
   return {
     port: 8085,
     host: "0.0.0.0",
+    tls: { cert: "", key: "" },
     dataDir: path.resolve("data"),
-    node: { id: `rock-${os.hostname()}`, cluster: "default", tags: [], publicUrl: undefined },
+    node: { id: `rock-${os.hostname()}`, name: undefined, cluster: "default", tags: [], publicUrl: undefined },
     users: [],
     r: {
       executable: "R",
@@ -32,6 +34,8 @@ export function defaults(): Config {
       maxSessionsPerUser: 10,
       maxEvalCpuSeconds: 0,
       interruptGraceSeconds: 5,
+      profile: "",
+      startWaitSeconds: 30,
     },
     packages: { repos: ["https://cloud.r-project.org"], gitHost: "https://github.com", gitOrganization: "datashield", library: "", timeoutSeconds: 3600 },
     limits: {
@@ -43,28 +47,56 @@ export function defaults(): Config {
       bodyIdleTimeoutSeconds: 60,
     },
     auth: { maxFailures: 10, failureWindowSeconds: 60, trackedClients: 10_000, hashWorkers: 0, hashQueue: 32 },
+    server: { drainSeconds: 30 },
   };
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** Defaults, then the YAML file (`--config FILE` or ROCK_CONFIG), then ROCK_* environment variables. */
-export function loadConfig(argv: readonly string[] = process.argv.slice(2), env: Env = process.env): Config {
+/** Defaults, then the YAML file (`file`, else ROCK_CONFIG), then ROCK_* environment variables. */
+export function loadConfig(file?: string, env: Env = process.env): Config {
+  const known = knownEnv(env);
   let config = defaults();
-  const file = flagValue(argv, "--config") ?? env.ROCK_CONFIG;
-  if (file) config = { ...merge(config, readYaml(file), file), configFile: path.resolve(file) };
-  return validate(applyEnv(config, env));
+  const source = preferred(file, known.env.ROCK_CONFIG);
+  if (source) config = { ...merge(config, readYaml(source), source), configFile: path.resolve(source) };
+  config = applyEnv(config, known.env);
+  known.refuseUnread();
+  return validate(config);
 }
 
-function flagValue(argv: readonly string[], flag: string): string | undefined {
-  const i = argv.findIndex((a) => a === flag || a.startsWith(flag + "="));
-  if (i < 0) return undefined;
-  const a = argv[i]!;
-  return a.includes("=") ? a.slice(a.indexOf("=") + 1) : argv[i + 1];
+/**
+ * The environment as applyEnv reads it. A variable set to "" counts as unset (what a compose file's
+ * `${VAR}` of an unset VAR gives). Every name read is noted: whatever other ROCK_* variable is set is
+ * a typo or a setting this server does not have, and is refused rather than silently ignored.
+ */
+function knownEnv(raw: Env): { readonly env: Env; refuseUnread(): void } {
+  const read = new Set<string>();
+  const env = new Proxy(raw, {
+    get(target, name) {
+      if (typeof name !== "string") return undefined;
+      read.add(name);
+      return target[name] === "" ? undefined : target[name];
+    },
+  });
+  return {
+    env,
+    refuseUnread() {
+      const unknown = Object.keys(raw).filter((k) => k.startsWith("ROCK_") && !read.has(k)).sort();
+      if (unknown.length > 0) {
+        throw new Error(`unknown environment variable${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (README, Configuration, lists them all)`);
+      }
+    },
+  };
 }
 
 function readYaml(file: string): Record<string, unknown> {
-  const doc: unknown = parseYaml(fs.readFileSync(file, "utf8"));
+  let text: string;
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch (e) {
+    throw new Error(`${file}: cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  const doc: unknown = parseYaml(text);
   if (doc === null || doc === undefined) return {};
   if (typeof doc !== "object" || Array.isArray(doc)) throw new Error(`${file}: the configuration must be a mapping`);
   return doc as Record<string, unknown>;
@@ -87,7 +119,8 @@ function merge<T>(base: T, over: unknown, where: string): T {
     return out as T;
   }
   if (typeof base === "number") {
-    const n = Number(over);
+    // Number(true) is 1 and Number("") is 0: neither is a number the file meant.
+    const n = typeof over === "number" || (typeof over === "string" && over.trim() !== "") ? Number(over) : NaN;
     if (!Number.isFinite(n)) throw new Error(`${where}: expected a number`);
     return n as T;
   }
@@ -105,12 +138,48 @@ function parseUsers(v: unknown, where: string): UserConfig[] {
     const o = u as Partial<Record<keyof UserConfig, unknown>>;
     if (typeof o?.name !== "string" || typeof o.secret !== "string") throw new Error(`${where}[${i}]: name and secret are required`);
     const roles = Array.isArray(o.roles) ? o.roles.map(String) : typeof o.roles === "string" ? o.roles.split(",").map((r) => r.trim()) : [];
-    return { name: o.name, secret: o.secret, roles };
+    return user(o.name, o.secret, roles, `${where}[${i}]`);
   });
 }
 
+/** A user whose secret this server can check: a `{…}` prefix it does not know stops the start, naming the user. */
+function user(name: string, secret: string, roles: string[], where: string): UserConfig {
+  try {
+    parseSecret(secret);
+  } catch (e) {
+    throw new Error(`${where} (user '${name}'): ${(e as Error).message}`);
+  }
+  return { name, secret, roles };
+}
+
+/** Rock's container variables: each `<prefix>_NAME` / `<prefix>_PASSWORD` pair is one user of the role. */
+const ROLE_VARIABLES = [
+  ["ROCK_ADMINISTRATOR", "administrator"],
+  ["ROCK_MANAGER", "manager"],
+  ["ROCK_USER", "user"],
+] as const;
+
+/** The users with Rock's pairs added; a user of the same name is replaced (the environment overrides the file). */
+function withRoleUsers(users: readonly UserConfig[], env: Env): UserConfig[] {
+  const pairs: UserConfig[] = [];
+  const named = new Map<string, string>();
+  for (const [prefix, role] of ROLE_VARIABLES) {
+    const name = env[`${prefix}_NAME`];
+    const secret = env[`${prefix}_PASSWORD`];
+    if (name === undefined && secret === undefined) continue;
+    // Rock's image falls back to the password "password"; a half-configured user is refused instead.
+    if (name === undefined) throw new Error(`${prefix}_PASSWORD is set but ${prefix}_NAME is not`);
+    if (secret === undefined) throw new Error(`${prefix}_NAME is set but ${prefix}_PASSWORD is not`);
+    const earlier = named.get(name);
+    if (earlier) throw new Error(`${prefix}_NAME: user '${name}' is already ${earlier}`);
+    named.set(name, `${prefix}_NAME`);
+    pairs.push(user(name, secret, [role], `${prefix}_PASSWORD`));
+  }
+  return [...users.filter((u) => !named.has(u.name)), ...pairs];
+}
+
 /**
- * ROCK_USERS: `name:secret:role,role;name:secret:role` (a secret may hold ':'; `{bcrypt}` hashes hold
+ * ROCK_USERS: `name:secret:role,role;name:secret:role` (a secret may hold ':'; the hashed forms hold
  * neither ';' nor ',').
  */
 function envUsers(text: string): UserConfig[] {
@@ -121,40 +190,55 @@ function envUsers(text: string): UserConfig[] {
       const first = entry.indexOf(":");
       const last = entry.lastIndexOf(":");
       if (first <= 0 || last === first) throw new Error("ROCK_USERS: expected name:secret:roles entries separated by ';'");
-      return { name: entry.slice(0, first).trim(), secret: entry.slice(first + 1, last), roles: entry.slice(last + 1).split(",").map((r) => r.trim()).filter(Boolean) };
+      const roles = entry.slice(last + 1).split(",").map((r) => r.trim()).filter(Boolean);
+      return user(entry.slice(0, first).trim(), entry.slice(first + 1, last), roles, "ROCK_USERS");
     });
 }
 
 function applyEnv(c: Config, env: Env): Config {
   const num = (name: string, fallback: number) => {
     const v = env[name];
-    if (v === undefined || v === "") return fallback;
-    const n = Number(v);
-    if (!Number.isFinite(n)) throw new Error(`${name}: expected a number`);
+    if (v === undefined) return fallback;
+    const n = v.trim() === "" ? NaN : Number(v);
+    if (!Number.isFinite(n)) throw new Error(`${name}: expected a number, not '${v}'`);
     return n;
   };
-  const bool = (name: string, fallback: boolean) => (env[name] === undefined ? fallback : /^(true|1|yes)$/i.test(env[name]!));
+  const bool = (name: string, fallback: boolean) => {
+    const v = env[name];
+    if (v === undefined) return fallback;
+    if (/^(true|1|yes)$/i.test(v)) return true;
+    if (/^(false|0|no)$/i.test(v)) return false;
+    throw new Error(`${name}: expected true or false, not '${v}'`);
+  };
   const list = (name: string, fallback: readonly string[]) =>
     env[name] === undefined ? fallback : env[name]!.split(",").map((s) => s.trim()).filter(Boolean);
   return {
     ...c,
     port: num("ROCK_PORT", c.port),
     host: env.ROCK_HOST ?? c.host,
+    tls: { cert: resolvedOrEmpty(env.ROCK_TLS_CERT ?? c.tls.cert), key: resolvedOrEmpty(env.ROCK_TLS_KEY ?? c.tls.key) },
     dataDir: path.resolve(env.ROCK_DATA_DIR ?? c.dataDir),
     node: {
       ...c.node,
-      id: env.ROCK_NODE_ID ?? c.node.id,
+      id: preferred(env.ROCK_NODE_ID, env.ROCK_ID) ?? c.node.id,
+      name: env.ROCK_NODE_NAME ?? c.node.name,
       cluster: env.ROCK_CLUSTER ?? c.node.cluster,
       tags: list("ROCK_TAGS", c.node.tags),
-      ...(env.ROCK_PUBLIC_URL ? { publicUrl: env.ROCK_PUBLIC_URL } : {}),
+      publicUrl: preferred(env.ROCK_PUBLIC_URL, env.ROCK_SERVER) ?? c.node.publicUrl,
     },
-    users: env.ROCK_USERS !== undefined ? envUsers(env.ROCK_USERS) : c.users,
+    users: withRoleUsers(env.ROCK_USERS !== undefined ? envUsers(env.ROCK_USERS) : c.users, env),
     r: {
       ...c.r,
       executable: env.ROCK_R_EXECUTABLE ?? c.r.executable,
       startOnBoot: bool("ROCK_R_START", c.r.startOnBoot),
+      autoRestart: bool("ROCK_R_AUTO_RESTART", c.r.autoRestart),
       sessionTimeoutMinutes: num("ROCK_SESSION_TIMEOUT", c.r.sessionTimeoutMinutes),
+      sessionCheckSeconds: num("ROCK_R_SESSION_CHECK_SECONDS", c.r.sessionCheckSeconds),
       maxEvalSeconds: num("ROCK_MAX_EVAL_SECONDS", c.r.maxEvalSeconds),
+      commandWaitSeconds: num("ROCK_R_COMMAND_WAIT_SECONDS", c.r.commandWaitSeconds),
+      logMaxBytes: num("ROCK_R_LOG_MAX_BYTES", c.r.logMaxBytes),
+      logFiles: num("ROCK_R_LOG_FILES", c.r.logFiles),
+      encoding: env.ROCK_R_ENCODING ?? c.r.encoding,
       isolation: (env.ROCK_R_ISOLATION ?? c.r.isolation) as IsolationMode,
       sessionUids: env.ROCK_R_SESSION_UIDS ?? c.r.sessionUids,
       sessionsDir: env.ROCK_R_SESSIONS_DIR ?? c.r.sessionsDir,
@@ -163,6 +247,9 @@ function applyEnv(c: Config, env: Env): Config {
       maxSessions: num("ROCK_R_MAX_SESSIONS", c.r.maxSessions),
       maxSessionsPerUser: num("ROCK_R_MAX_SESSIONS_PER_USER", c.r.maxSessionsPerUser),
       maxEvalCpuSeconds: num("ROCK_MAX_EVAL_CPU_SECONDS", c.r.maxEvalCpuSeconds),
+      interruptGraceSeconds: num("ROCK_R_INTERRUPT_GRACE_SECONDS", c.r.interruptGraceSeconds),
+      profile: resolvedOrEmpty(env.ROCK_R_PROFILE ?? c.r.profile),
+      startWaitSeconds: num("ROCK_R_START_WAIT_SECONDS", c.r.startWaitSeconds),
     },
     packages: {
       ...c.packages,
@@ -187,7 +274,22 @@ function applyEnv(c: Config, env: Env): Config {
       hashWorkers: num("ROCK_AUTH_HASH_WORKERS", c.auth.hashWorkers),
       hashQueue: num("ROCK_AUTH_HASH_QUEUE", c.auth.hashQueue),
     },
+    server: { drainSeconds: num("ROCK_DRAIN_SECONDS", c.server.drainSeconds) },
   };
+}
+
+/**
+ * The first of two ways of setting one thing that is set (`--config` over ROCK_CONFIG, ROCK_NODE_ID
+ * over Rock's ROCK_ID). Both are read whatever their values, as arguments, so that neither is
+ * reported unknown.
+ */
+function preferred(first: string | undefined, second: string | undefined): string | undefined {
+  return first ?? second;
+}
+
+/** A path relative to the working folder made absolute, as dataDir is; empty stays empty (unset). */
+function resolvedOrEmpty(file: string): string {
+  return file === "" ? "" : path.resolve(file);
 }
 
 const ISOLATION_MODES: readonly IsolationMode[] = ["auto", "required"];
@@ -197,7 +299,10 @@ function validate(c: Config): Config {
   if (!ISOLATION_MODES.includes(c.r.isolation)) {
     throw new Error(`r.isolation: expected one of ${ISOLATION_MODES.join(", ")}, not '${c.r.isolation}'`);
   }
+  if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535) throw new Error(`port: expected an integer from 0 to 65535, not ${c.port}`);
   parseUidRange(c.r.sessionUids);
+  // The R server reads the path as one line (worker.R).
+  if (/[\r\n]/.test(c.r.profile)) throw new Error("r.profile: a file path on one line is expected");
   for (const key of TIMEOUTS) if (!(c.limits[key] > 0)) throw new Error(`limits.${key}: expected a number of seconds > 0`);
   return c;
 }

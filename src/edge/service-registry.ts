@@ -17,6 +17,7 @@ export interface RegisteredService {
   readonly rest: RestStyle;
 }
 
-export function registerService<S extends DescService>(desc: S, impl: Partial<ServiceImpl<S>>, rest: RestStyle): RegisteredService {
+/** `impl` is whole: a service missing a handler does not compile (rather than answer UNIMPLEMENTED). */
+export function registerService<S extends DescService>(desc: S, impl: ServiceImpl<S>, rest: RestStyle): RegisteredService {
   return { desc, impl: impl as Partial<ServiceImpl<DescService>>, rest };
 }

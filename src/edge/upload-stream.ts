@@ -12,7 +12,7 @@ import type { Route } from "./route-table.js";
 
 const HIGH_WATER = 16;
 /** The multipart part that carries the file (what rockr and browsers send). */
-const FILE_PART = "file";
+export const FILE_PART = "file";
 const FILE_NAME_FIELD = "file_name";
 
 /**

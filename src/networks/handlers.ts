@@ -1,7 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { NetworkSchema, NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
-import { callerOf, hasAnyRole } from "../auth/caller.js";
+import { parseBasic } from "../auth/basic.js";
+import { callerKey, callerOf, hasAnyRole } from "../auth/caller.js";
 import { Code, ConnectError, setCreated, setHttpStatus } from "../server/rest-hints.js";
 import type { NetworkCatalog } from "./catalog.js";
 import { excerpt } from "./limits.js";
@@ -61,17 +62,19 @@ export function createNetworkServiceHandlers(catalog: NetworkCatalog): ServiceIm
       return noContent(ctx, {});
     },
 
+    // Public in the proto: a share key is a credential of its own (reference-behaviour §3), so this
+    // handler is the one to require a catalogue role or a key that grants this id.
     getNetwork(req, ctx) {
-      const caller = callerOf(ctx);
-      let permissions = permissionsOf(caller);
+      const caller = ctx.values.get(callerKey);
       // Permission first, existence second: a key holder learns nothing about other ids.
-      if (!hasAnyRole(caller, CATALOG_ROLES)) {
-        if (!req.key || !catalog.shareKeyGrants(req.key, req.id)) {
-          throw new ConnectError(`No permission to view network ${excerpt(req.id)}`, Code.PermissionDenied);
-        }
-        permissions = VIEW_ONLY;
+      if (caller && hasAnyRole(caller, CATALOG_ROLES)) return { network: networkMessage(catalog.get(req.id), permissionsOf(caller)) };
+      // Wrong Basic credentials are refused as on any other call, not taken for an anonymous caller.
+      if (!caller && parseBasic(ctx.requestHeader.get("authorization"))) throw new ConnectError("Bad credentials", Code.Unauthenticated);
+      if (!req.key || !catalog.shareKeyGrants(req.key, req.id)) {
+        if (!caller) throw new ConnectError("Authentication required", Code.Unauthenticated);
+        throw new ConnectError(`No permission to view network ${excerpt(req.id)}`, Code.PermissionDenied);
       }
-      return { network: networkMessage(catalog.get(req.id), permissions) };
+      return { network: networkMessage(catalog.get(req.id), VIEW_ONLY) };
     },
 
     async updateNetwork(req, ctx) {

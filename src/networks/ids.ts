@@ -1,11 +1,11 @@
 import type { LocalizedText } from "./model.js";
+import { fold } from "./text.js";
 
 /**
  * Id derivation of reference §2.2: from the acronym (or, without one, an acronym made of the name's
  * capitals), one part per language in lang order, joined with "-".
  */
 
-const COMBINING_MARKS = /\p{M}+/gu;
 const UPPER = /\p{Lu}/u;
 
 function acronymOf(name: string): string {
@@ -24,11 +24,7 @@ export function acronymFromName(name: readonly LocalizedText[]): LocalizedText[]
 }
 
 function idPart(value: string): string {
-  return value
-    .trim()
-    .toLowerCase()
-    .normalize("NFD")
-    .replace(COMBINING_MARKS, "")
+  return fold(value.trim())
     .replace(/\s+/g, "-")
     .replace(/[^a-z0-9_.~-]/g, "_");
 }

@@ -39,10 +39,6 @@ export function removeFrom(map: Postings, key: string, id: string): boolean {
   return true;
 }
 
-export function sizeOf(ids: Ids | undefined): number {
-  return ids === undefined ? 0 : typeof ids === "string" ? 1 : ids.size;
-}
-
 /**
  * The union of posting lists. A single Set is answered as is (no copy): callers only read it, and
  * only before the next change.

@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { StringDecoder } from "node:string_decoder";
 import { encodeFrame, FrameReader, type Frame } from "./frame.js";
+import { signalProcess } from "./signals.js";
 
 /** What an evaluation prints or signals while it runs, in the order R produced it. */
 export interface EvalEvent {
@@ -120,10 +121,6 @@ export class RChild {
     });
   }
 
-  get busy(): boolean {
-    return this.running !== undefined;
-  }
-
   /** SIGINT to the running evaluation; false when nothing runs. */
   interrupt(): boolean {
     const running = this.running;
@@ -146,11 +143,7 @@ export class RChild {
   }
 
   private signal(name: NodeJS.Signals): void {
-    try {
-      process.kill(this.pid, name);
-    } catch {
-      // Already gone: its sockets are closing too.
-    }
+    signalProcess(this.pid, name);
   }
 
   private onFrames(frames: Frame[]): void {

@@ -8,9 +8,10 @@ import type { ConsoleLog } from "./console-log.js";
 import { searchableByOthers } from "./confine/isolation.js";
 import { liveProcessesByUid, reapUid } from "./confine/processes.js";
 import { UidPool } from "./confine/uid-pool.js";
-import { noSuchSession, notRunning, tooManySessions } from "./errors.js";
+import { noSuchSession, notRunning, stillStarting, tooManySessions } from "./errors.js";
 import type { ValueFormat } from "./negotiate.js";
 import type { RChild } from "./child.js";
+import { assertTrustedProfile } from "./profile.js";
 import { RServerProcess, type SessionIdentity } from "./rserver.js";
 import { evalFrame, RSession, type SessionDirs } from "./session.js";
 
@@ -87,6 +88,10 @@ export class REngine {
   private openingTotal = 0;
   /** Runs once, before the first start: what a previous run of the service left behind goes. */
   private cleaned: Promise<void> | undefined;
+  /** Starts under way (queued or running); with a scheduled restart, calls that need R wait for them. */
+  private starts = 0;
+  /** Calls waiting for a start to end. */
+  private readonly waiters = new Set<() => void>();
 
   constructor(private readonly options: REngineOptions) {
     this.log = options.log;
@@ -117,35 +122,61 @@ export class REngine {
 
   /** Starts the R server process; nothing happens when it runs already. */
   start(): Promise<void> {
-    return this.serially(async () => {
-      if (this.closed || this.running) return;
-      clearTimeout(this.restartTimer);
-      await (this.cleaned ??= this.removeLeftovers());
-      const tmpDir = join(this.options.dataDir, "rserver-tmp");
-      const { library } = this.options;
-      await Promise.all([mkdir(tmpDir, { recursive: true, mode: 0o700 }), library ? mkdir(library, { recursive: true }) : undefined]);
-      const server = await RServerProcess.start({
-        executable: this.options.config.executable,
-        log: (text) => this.log.append(text),
-        tmpDir,
-        isolated: this.options.isolated,
-        ...(library ? { library } : {}),
-      });
-      this.server = server;
-      this.version = server.version;
-      server.onExit(() => this.onServerExit(server));
-      this.prepareSpare(server);
+    return this.launch(false);
+  }
+
+  /** A start; `restarting` after a crash, when a failure schedules the next attempt. */
+  private async launch(restarting: boolean): Promise<void> {
+    this.starts++;
+    try {
+      await this.serially(() => this.spawnServer());
+      if (restarting) this.restartDelay = 1000;
+    } catch (error) {
+      if (restarting && !this.closed && !this.running) {
+        this.log.append(`R server restart failed: ${(error as Error).message}\n`);
+        this.restartDelay = Math.min(this.restartDelay * 2, MAX_RESTART_DELAY_MS);
+        // Before this start counts as ended: waiting calls see R still coming.
+        this.scheduleRestart();
+      }
+      throw error;
+    } finally {
+      this.starts--;
+      this.wakeWaiters();
+    }
+  }
+
+  private async spawnServer(): Promise<void> {
+    if (this.closed || this.running) return;
+    this.cancelRestart();
+    await (this.cleaned ??= this.removeLeftovers());
+    const tmpDir = join(this.options.dataDir, "rserver-tmp");
+    const { library } = this.options;
+    const { profile } = this.options.config;
+    await Promise.all([mkdir(tmpDir, { recursive: true, mode: 0o700 }), library ? mkdir(library, { recursive: true }) : undefined]);
+    if (profile) await assertTrustedProfile(profile);
+    const server = await RServerProcess.start({
+      executable: this.options.config.executable,
+      log: (text) => this.log.append(text),
+      tmpDir,
+      isolated: this.options.isolated,
+      ...(library ? { library } : {}),
+      ...(profile ? { profile } : {}),
     });
+    this.server = server;
+    this.version = server.version;
+    server.onExit(() => this.onServerExit(server));
+    this.prepareSpare(server);
   }
 
   /** Stops the R server process and ends every session; nothing happens when it is stopped. */
   stop(): Promise<void> {
     return this.serially(async () => {
-      clearTimeout(this.restartTimer);
+      this.cancelRestart();
       const server = this.server;
       this.server = undefined;
       const spare = this.spare;
       this.spare = undefined;
+      this.wakeWaiters();
       await this.endAllSessions();
       await server?.stop();
       // Only now: a spare still forking is abandoned by the stop instead of being waited for.
@@ -233,16 +264,15 @@ export class REngine {
     }
   }
 
-  /** R.version, as JSON text or R serialization. */
-  async rVersion(format: ValueFormat): Promise<Buffer> {
-    const server = this.server;
-    if (!server?.running) throw notRunning();
+  /** R.version, as JSON text or R serialization; `signal`: the caller left (see serverFor). */
+  async rVersion(format: ValueFormat, signal?: AbortSignal): Promise<Buffer> {
+    const server = await this.serverFor(signal);
     return server.versionValue(format);
   }
 
-  async createSession(subject: string): Promise<RSession> {
-    const server = this.server;
-    if (!server?.running) throw notRunning();
+  /** A new session for `subject`; `signal`: the caller left (see serverFor). */
+  async createSession(subject: string, signal?: AbortSignal): Promise<RSession> {
+    const server = await this.serverFor(signal);
     this.checkLimits(subject);
     this.opening.set(subject, (this.opening.get(subject) ?? 0) + 1);
     this.openingTotal++;
@@ -254,6 +284,48 @@ export class REngine {
       if (n > 0) this.opening.set(subject, n);
       else this.opening.delete(subject);
     }
+  }
+
+  /**
+   * The running R server. While it starts (the service's own start, a restart after a crash, PUT
+   * /rserver) a caller waits up to r.startWaitSeconds and is then told to come back (503): R will be
+   * there, a 500 would say it is broken. Stopped for good (an administrator, a failed start): 500.
+   */
+  private async serverFor(signal?: AbortSignal): Promise<RServerProcess> {
+    const deadline = Date.now() + Math.max(0, this.options.config.startWaitSeconds) * 1000;
+    for (;;) {
+      const server = this.server;
+      if (server?.running) return server;
+      if (this.starts === 0 && this.restartTimer === undefined) throw notRunning();
+      signal?.throwIfAborted();
+      const left = deadline - Date.now();
+      if (left <= 0) throw stillStarting();
+      await this.stateChange(left, signal);
+    }
+  }
+
+  /** Resolves when a start ended or a restart was called off, after `ms`, or when `signal` fires. */
+  private stateChange(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal?.addEventListener("abort", done, { once: true });
+      this.waiters.add(done);
+    });
+  }
+
+  private wakeWaiters(): void {
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  /** Whether a session runs or has queued an operation (an async command too). */
+  get busy(): boolean {
+    return this.sessions().some((s) => s.busy);
   }
 
   /** Sessions open and being opened, in total and for `subject`, against the configured limits. */
@@ -427,15 +499,14 @@ export class REngine {
 
   private scheduleRestart(): void {
     this.restartTimer = setTimeout(() => {
-      this.start().then(
-        () => (this.restartDelay = 1000),
-        (error: Error) => {
-          this.log.append(`R server restart failed: ${error.message}\n`);
-          this.restartDelay = Math.min(this.restartDelay * 2, MAX_RESTART_DELAY_MS);
-          if (!this.closed && !this.running) this.scheduleRestart();
-        },
-      );
+      this.restartTimer = undefined;
+      void this.launch(true).catch(() => undefined);
     }, this.restartDelay);
+  }
+
+  private cancelRestart(): void {
+    clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
   }
 
   private serially(work: () => Promise<void>): Promise<void> {

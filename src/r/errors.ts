@@ -1,4 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { retryLater } from "../server/rest-hints.js";
 
 export function noSuchSession(id: string): ConnectError {
   return new ConnectError(`No such R session: ${id}`, Code.NotFound);
@@ -8,8 +9,17 @@ export function noSuchCommand(id: string): ConnectError {
   return new ConnectError(`No such R command: ${id}`, Code.NotFound);
 }
 
+/**
+ * R is stopped and nothing will start it (an administrator stopped it, or its start failed): the
+ * contract lists this among its 500s.
+ */
 export function notRunning(): ConnectError {
   return new ConnectError("R server is not running", Code.Internal);
+}
+
+/** R is starting (the service's start, a restart, PUT /rserver) past the caller's wait: 503, come back. */
+export function stillStarting(): ConnectError {
+  return retryLater("R server is starting");
 }
 
 /** An error raised by the caller's R code: the client's fault, answered 400 with R's message. */

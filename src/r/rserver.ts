@@ -7,6 +7,7 @@ import { RChild } from "./child.js";
 import { sessionEnvironment } from "./confine/environment.js";
 import { loopbackPeerUid } from "./confine/peer.js";
 import { encodeFrame, FrameReader, type Frame } from "./frame.js";
+import { signalGroup, signalProcess } from "./signals.js";
 
 const WORKER_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "worker.R");
 const START_TIMEOUT_MS = 30_000;
@@ -24,6 +25,8 @@ export interface RServerOptions {
   readonly library?: string;
   /** Sessions are forked with an identity of their own (see SessionIdentity); needs root. */
   readonly isolated: boolean;
+  /** A file of R code the R server runs before it forks any session (r.profile). */
+  readonly profile?: string;
 }
 
 /** Who an isolated session process runs as, and its limits. */
@@ -134,7 +137,7 @@ export class RServerProcess {
       stream?.on("data", (text: string) => options.log(text));
     }
     child.stdin?.on("error", () => undefined);
-    child.stdin?.end(`${port}\n${token}\n${options.isolated ? 1 : 0}\n`);
+    child.stdin?.end(`${port}\n${token}\n${options.isolated ? 1 : 0}\n${options.profile ?? ""}\n`);
     try {
       const { socket, greeting } = await new Promise<{ socket: Socket; greeting: Greeting }>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error("R server did not start in time")), START_TIMEOUT_MS);
@@ -171,7 +174,7 @@ export class RServerProcess {
       return server;
     } catch (error) {
       listener.close();
-      if (child.pid) killGroup(child.pid);
+      if (child.pid) signalGroup(child.pid, "SIGKILL");
       throw error;
     }
   }
@@ -200,7 +203,7 @@ export class RServerProcess {
         clearTimeout(timer);
         pending?.main?.socket.destroy();
         pending?.out?.socket.destroy();
-        if (pending?.main) killPid(pending.main.pid);
+        if (pending?.main) signalProcess(pending.main.pid, "SIGKILL");
         reject(error);
       };
       this.forks.set(token, {
@@ -246,7 +249,7 @@ export class RServerProcess {
   }
 
   private killGroup(): void {
-    if (this.proc.pid) killGroup(this.proc.pid);
+    if (this.proc.pid) signalGroup(this.proc.pid, "SIGKILL");
   }
 
   private request(frame: Buffer): Promise<Frame> {
@@ -337,20 +340,4 @@ function sameSecret(received: string, expected: string): boolean {
   const a = Buffer.from(received);
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);
-}
-
-function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    // The group is already empty.
-  }
-}
-
-function killPid(pid: number): void {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    // Already gone.
-  }
 }

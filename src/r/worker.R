@@ -1,21 +1,23 @@
 # The R side of the engine: one R server process that forks a child per session.
 #
-# Node writes three lines on stdin (loopback port, secret token, 1 when sessions are isolated), the
-# server connects back and then answers control frames. Every frame is: type (1 ASCII byte) + payload
-# length (uint32, big endian) + payload. Everything lives inside local() so that a session's global
-# environment starts empty.
+# Node writes four lines on stdin (loopback port, secret token, 1 when sessions are isolated, the path
+# of the administrator's R profile or nothing), the server connects back and then answers control
+# frames. Every frame is: type (1 ASCII byte) + payload length (uint32, big endian) + payload.
+# Everything lives inside local() so that a session's global environment starts empty.
 #
-# The server itself runs as the service's user and runs no user code: its loop only forks. Isolated, a
-# forked child gives itself limits and drops to its session's uid/gid (package `unix`) before it
-# connects back, so no user code ever runs with the server's rights.
+# The server itself runs as the service's user and runs no user code (the administrator's R profile
+# is not a user's): its loop only forks. Isolated, a forked child gives itself limits and drops to its
+# session's uid/gid (package `unix`) before it connects back, so no user code ever runs with the
+# server's rights.
 local({
   stdin_con <- file("stdin")
   open(stdin_con)
-  boot <- readLines(stdin_con, n = 3L)
+  boot <- readLines(stdin_con, n = 4L)
   close(stdin_con)
   port <- as.integer(boot[1L])
   server_token <- boot[2L]
   isolated <- identical(boot[3L], "1")
+  profile <- if (length(boot) >= 4L) boot[4L] else ""
   unix_missing <- isolated && !requireNamespace("unix", quietly = TRUE)
 
   jsonlite_ns <- loadNamespace("jsonlite")
@@ -311,12 +313,47 @@ local({
     if (is.function(value)) assign(name, compiler::cmpfun(value))
   }
 
+  # The administrator's R profile (r.profile): trusted code, run once here as the service's user before
+  # any session is forked. What it attaches and the options it sets carry into every session; what it
+  # assigns stays in an environment of its own, so a session's global environment still starts empty
+  # (a profile that means to share an object assigns it in globalenv() itself). Its warnings go to the
+  # console log at once: R would only print them when this top-level call ends, which is never.
+  # Returns NULL, or the error that must stop the start.
+  run_profile <- function(path) {
+    if (!nzchar(path)) return(NULL)
+    env <- new.env(parent = globalenv())
+    top <- quote(eval(expr, env))
+    # R's own wording: `Error in f(): …`, or `Error: …` for a stop() at the top of the file.
+    described <- function(what, e) {
+      call <- conditionCall(e)
+      where <- if (is.null(call) || identical(call, top)) "" else paste0(" in ", deparse(call, nlines = 1L))
+      paste0(what, where, ": ", conditionMessage(e))
+    }
+    tryCatch({
+      withCallingHandlers(
+        for (expr in parse(path, keep.source = FALSE)) eval(expr, env),
+        warning = function(w) {
+          cat("R profile ", path, ": ", described("Warning", w), "\n", sep = "", file = stderr())
+          invokeRestart("muffleWarning")
+        })
+      NULL
+    }, error = function(e) paste0("R profile ", path, " failed: ", described("Error", e)))
+  }
+
+  # Before connecting back: Node bounds the start as a whole, but a connection's greeting more tightly.
+  profile_error <- if (!unix_missing) run_profile(profile)
+
   ctl <- connect("r+b")
   if (unix_missing) {
     write_frame(ctl, "X", text_raw(paste0(server_token, "\n", paste(
       "Isolated R sessions need the R package 'unix' (run as root: Rscript -e \"install.packages('unix')\")",
       "in one of the libraries", paste(.libPaths(), collapse = ", ")))))
     quit(save = "no", status = 3L)
+  }
+  if (!is.null(profile_error)) {
+    cat(profile_error, "\n", sep = "", file = stderr())
+    write_frame(ctl, "X", text_raw(paste0(server_token, "\n", profile_error)))
+    quit(save = "no", status = 4L)
   }
   version <- paste(R.version$major, R.version$minor, sep = ".")
   write_frame(ctl, "S", text_raw(paste0(server_token, "\n", version, "\n", Sys.getpid())))

@@ -79,7 +79,7 @@ export function fileHandlers(engine: REngine, maxUploadBytes: number): FileHandl
         session.touch();
         const root = temp ? session.dirs.tmp : session.dirs.work;
         const stored = await upload.commit({ root, path: path ?? fileName ?? "", overwrite });
-        return { path: stored.path, size: BigInt(stored.size) };
+        return { path: stored.path, size: stored.size };
       } finally {
         await upload?.discard();
       }
@@ -88,6 +88,8 @@ export function fileHandlers(engine: REngine, maxUploadBytes: number): FileHandl
     async *downloadFile(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
       session.touch();
+      // Without it the root itself would be the source: "File is a directory" would hide the client's slip.
+      if (req.path === "") throw new ConnectError("path is required", Code.InvalidArgument);
       const chunks = await openDownload(req.temp ? session.dirs.tmp : session.dirs.work, checkedPath(req.path), session.dirs.owner);
       for await (const data of chunks) yield { chunk: { contentType: OCTET_STREAM, data } };
     },

@@ -4,6 +4,7 @@ import type { NodeConfig, RConfig } from "../config/config.js";
 import type { REngine } from "../r/engine.js";
 import { commandHandlers } from "./command-handlers.js";
 import { fileHandlers } from "./file-handlers.js";
+import type { PackageHandlers } from "./packages.js";
 import { serverHandlers } from "./server-handlers.js";
 import { sessionHandlers } from "./session-handlers.js";
 
@@ -15,7 +16,7 @@ export interface RServiceDeps {
 }
 
 /** RService over the R engine, packages excepted (src/rservice/packages.ts). */
-export function createRServiceHandlers(deps: RServiceDeps): Partial<ServiceImpl<typeof RService>> {
+export function createRServiceHandlers(deps: RServiceDeps): Omit<ServiceImpl<typeof RService>, keyof PackageHandlers> {
   const { engine, node, r, maxUploadBytes } = deps;
   return {
     ...serverHandlers(engine, node, r),

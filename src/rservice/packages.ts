@@ -88,9 +88,9 @@ export function createPackageHandlers(manager: PackageOperations): PackageHandle
       return { version: installed.version };
     },
 
+    // 200 with no body, as the contract lists (reference-behaviour §3); installs and removals are 204.
     async updatePackages(_request, ctx) {
       await manager.update({ signal: ctx.signal });
-      setHttpStatus(ctx, 204);
       return {};
     },
 

@@ -30,7 +30,7 @@ export function serverHandlers(engine: REngine, node: NodeConfig, r: RConfig): S
 
   return {
     async getInfo() {
-      return { id: node.id, type: SERVICE_TYPE, cluster: node.cluster, tags: [...node.tags], server: node.publicUrl };
+      return { id: node.id, name: node.name ?? node.id, type: SERVICE_TYPE, cluster: node.cluster, tags: [...node.tags], server: node.publicUrl };
     },
 
     async check() {
@@ -52,9 +52,9 @@ export function serverHandlers(engine: REngine, node: NodeConfig, r: RConfig): S
       return { status: await status() };
     },
 
-    async getVersion(req) {
+    async getVersion(req, ctx) {
       const format = negotiate(req.accept);
-      const value = await engine.rVersion(format);
+      const value = await engine.rVersion(format, ctx.signal);
       if (format === "rds") return { answer: { case: "serialized", value: { contentType: OCTET_STREAM, data: value } } };
       return { answer: { case: "version", value: JSON.parse(value.toString("utf8")) as JsonObject } };
     },

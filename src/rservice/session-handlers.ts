@@ -28,9 +28,21 @@ type ExecuteEvent = MessageInitShape<typeof ExecuteResponseSchema>;
 
 const RDATA = "application/x-rdata";
 const EMPTY = new Uint8Array(0);
+/** The whitespace R's parser skips, in the bytes of a script. */
+const BLANK = new Set([0x20, 0x09, 0x0a, 0x0b, 0x0c, 0x0d]);
+
+/**
+ * The script's bytes. An empty or blank one is refused (reference-behaviour §3): answering it `null`
+ * would hide a client that sent nothing. Stops at the first byte that is not blank.
+ */
+function requiredScript(body: HttpBody | undefined): Uint8Array {
+  const data = body?.data ?? EMPTY;
+  if (data.every((byte) => BLANK.has(byte))) throw new ConnectError("script is required", Code.InvalidArgument);
+  return data;
+}
 
 function assignSource(body: HttpBody | undefined): AssignSource {
-  const data = body?.data ?? EMPTY;
+  const data = requiredScript(body);
   const type = body?.contentType.split(";")[0]?.trim().toLowerCase();
   if (type !== RDATA) return { kind: "script", text: data };
   return { kind: "rdata", bytes: Buffer.from(Buffer.from(data).toString("latin1"), "base64") };
@@ -51,7 +63,7 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
     },
 
     async createSession(_req, ctx) {
-      const session = await engine.createSession(callerOf(ctx).name);
+      const session = await engine.createSession(callerOf(ctx).name, ctx.signal);
       setCreated(ctx, `/r/session/${session.id}`);
       return { session: session.toProto() };
     },
@@ -88,7 +100,7 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
     async eval(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
       const format = negotiate(req.accept);
-      const script = req.script?.data ?? EMPTY;
+      const script = requiredScript(req.script);
       if (req.async) {
         const command = session.submitEval(script, format);
         setCreated(ctx, commandPath(session.id, command.id));
@@ -100,6 +112,7 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
 
     async *execute(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
+      const script = requiredScript(req.script);
       const format = negotiate(req.accept);
       const events: ExecuteEvent[] = [];
       let wake: (() => void) | undefined;
@@ -109,7 +122,7 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
       };
       let finished = false;
       const sink = (event: EvalEvent): void => push({ event: { case: event.kind, value: event.text } });
-      session.eval(req.script?.data ?? EMPTY, format, sink, ctx.signal).then(
+      session.eval(script, format, sink, ctx.signal).then(
         (value) =>
           push({
             event:

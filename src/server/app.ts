@@ -5,22 +5,30 @@ import { clientAddressKey } from "../auth/caller.js";
 import { createRestHandler } from "../edge/rest-handler.js";
 import { RouteTable } from "../edge/route-table.js";
 import { rpcAdapter } from "../edge/rpc-adapter.js";
+import { buildOpenApi } from "../openapi/document.js";
+import { withApiDocs } from "../openapi/docs-handler.js";
 import type { LimitsConfig } from "../config/config.js";
 import type { RegisteredService } from "../edge/service-registry.js";
 import { createHealth, Health } from "./health.js";
+import type { ServingState } from "./lifecycle.js";
 import { listenOnePort, type ConnectionLimits, type OnePortServer } from "./listener.js";
 import type { Logger } from "./logger.js";
 import { createReflection, ReflectionV1, ReflectionV1Alpha } from "./reflection.js";
+import type { TlsCredentials } from "./tls.js";
 
 export interface ServerOptions {
   readonly port: number;
   readonly host: string;
+  /** Given: HTTPS only on the port; absent: cleartext only. */
+  readonly tls?: TlsCredentials;
   readonly services: readonly RegisteredService[];
   readonly interceptors: readonly Interceptor[];
   readonly maxBodyBytes: number;
   readonly maxUploadBytes: number;
   readonly timeouts: Timeouts;
   readonly logger: Logger;
+  /** What health reports: NOT_SERVING once a stop begins. */
+  readonly serving: ServingState;
 }
 
 /** The connection and request time bounds of the configuration. */
@@ -55,7 +63,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const handler = rpcAdapter({
     routes(router) {
       for (const s of opts.services) router.service(s.desc, s.impl);
-      router.service(Health, createHealth(opts.services.map((s) => s.desc.typeName)));
+      router.service(Health, createHealth(opts.services.map((s) => s.desc.typeName), opts.serving));
       router.service(ReflectionV1, reflection.v1);
       router.service(ReflectionV1Alpha, reflection.v1alpha);
     },
@@ -63,13 +71,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     contextValues: (req) => createContextValues().set(clientAddressKey, req.socket.remoteAddress),
     readMaxBytes: opts.maxBodyBytes,
     shutdownSignal: shutdown.signal,
-    fallback: rest,
+    // /openapi.json and /docs describe the table the edge serves; every other path goes to the edge.
+    fallback: withApiDocs(buildOpenApi(table), rest),
     onHandlerError: onInternalError,
   });
   const streamedRpcs = streamingRpcPaths([...served, ReflectionV1, ReflectionV1Alpha]);
   const limits = connectionLimits(opts.timeouts, (method, path) => streamedRpcs.has(path) || table.streamsRequest(method, path));
-  const server: OnePortServer = await listenOnePort(handler, { port: opts.port, host: opts.host, limits });
-  opts.logger.info("listening", { port: server.port, protocols: ["grpc", "grpc-web", "connect", "rest"] });
+  const server: OnePortServer = await listenOnePort(handler, { port: opts.port, host: opts.host, limits, tls: opts.tls });
+  opts.logger.info("listening", { port: server.port, scheme: opts.tls ? "https" : "http", protocols: ["grpc", "grpc-web", "connect", "rest"] });
   return {
     port: server.port,
     async close() {

@@ -25,4 +25,12 @@ export function errorWithBody(code: Code, message: string, body: unknown): Conne
   return new ConnectError(message, code, { [ERROR_BODY_HEADER]: JSON.stringify(body) });
 }
 
+/** How long a client told to come back later is asked to wait. */
+export const RETRY_AFTER_SECONDS = 5;
+
+/** 503 UNAVAILABLE with Retry-After: a passing state (R starting, the service stopping), not a fault. */
+export function retryLater(message: string): ConnectError {
+  return new ConnectError(`${message}; retry in ${RETRY_AFTER_SECONDS} s`, Code.Unavailable, { "retry-after": String(RETRY_AFTER_SECONDS) });
+}
+
 export { Code, ConnectError };

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import http from "node:http";
 import { onCleanup } from "./cleanup.js";
 import { freePort } from "./rserve-client.js";
+import { processes } from "../support/procfs.js";
 
 /** The repository root (this file is test/bench/server-process.ts). */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -147,29 +148,6 @@ export function vmRss(pid: number): number {
   const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   if (!m) throw new Error(`no VmRSS for ${pid}`);
   return Number(m[1]) * 1024;
-}
-
-interface ProcStat {
-  readonly pid: number;
-  readonly ppid: number;
-  readonly pgrp: number;
-  readonly zombie: boolean;
-}
-
-function processes(): ProcStat[] {
-  const out: ProcStat[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const text = readFileSync(`/proc/${name}/stat`, "utf8");
-      // pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-      out.push({ pid: Number(name), ppid: Number(fields[1]), pgrp: Number(fields[2]), zombie: fields[0] === "Z" });
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return out;
 }
 
 /** Process groups led by children of `pid` (the R server is started detached). */

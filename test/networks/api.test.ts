@@ -268,7 +268,7 @@ describe("NetworkService over REST and gRPC", function () {
     });
   });
 
-  it("share keys: text/plain key, grants nobody this network only, never without a key", async () => {
+  it("share keys: text/plain key, grants nobody and anonymous callers this network only, never without a key", async () => {
     const id = await fresh();
     const other = await fresh();
     const res = await expectStatus("PUT", `/ws/draft/network/${id}/_share_key?expire=2999-12-31`, "editor", 200);
@@ -283,7 +283,9 @@ describe("NetworkService over REST and gRPC", function () {
     await expectStatus("GET", `/ws/draft/network/${id}?key=${encodeURIComponent(key.slice(0, -2) + "xx")}`, "nobody", 403);
     // The key opens the document, nothing else.
     await expectStatus("GET", `/ws/draft/network/${id}/model?key=${encodeURIComponent(key)}`, "nobody", 403);
-    await expectStatus("GET", `/ws/draft/network/${id}?key=${encodeURIComponent(key)}`, undefined, 401);
+    // The key is a credential of its own (reference-behaviour §3).
+    await expectStatus("GET", `/ws/draft/network/${id}?key=${encodeURIComponent(key)}`, undefined, 200);
+    await expectStatus("GET", `/ws/draft/network/${id}`, undefined, 401);
   });
 
   describe("listing over REST", () => {

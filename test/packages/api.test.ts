@@ -100,6 +100,31 @@ describe("R packages through REST and gRPC", function () {
     expect(code).to.equal(7);
   });
 
+  it("updates every package (PUT /rserver/packages): 200 with no body, as the contract; gRPC OK", async () => {
+    await world.publish("dsTestA", "1.1.0");
+    const res = await rest(server.url, "PUT", "/rserver/packages", { user: "manager" });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.text).to.equal("");
+    expect(res.headers.get("content-type")).to.equal(null);
+    const desc = await rest(server.url, "GET", "/rserver/package/dsTestA", { user: "admin" });
+    expect(desc.json<Record<string, string>>()).to.include({ Version: "1.1.0" });
+    await call((cb) => grpc.r.updatePackages({}, metadataFor("admin"), cb));
+  });
+
+  it("reads packages while the R server is stopped (each read runs in an R of its own), over REST and gRPC", async () => {
+    const stopped = await rest(server.url, "DELETE", "/rserver", { user: "admin" });
+    expect(stopped.json<{ running: boolean }>().running).to.equal(false);
+    for (const path of ["/rserver/packages", "/rserver/package/dsTestA", "/rserver/packages/_stats", "/rserver/packages/_datashield"]) {
+      for (const accept of ["application/json", octet.accept]) {
+        const res = await rest(server.url, "GET", path, { user: "manager", headers: { accept } });
+        expect(res.status, `${path} (${accept}): ${res.text}`).to.equal(200);
+      }
+    }
+    const list = await call<ListPackagesResponse>((cb) => grpc.r.listPackages({ accept: "" }, metadataFor("admin"), cb));
+    expect(list.matrix?.rowNames).to.include("dsTestA");
+    expect((await rest(server.url, "GET", "/rserver", { user: "admin" })).json<{ running: boolean }>().running).to.equal(false);
+  });
+
   it("removes one (DELETE /rserver/package/{name}) and several (name=a%2Cb)", async () => {
     expect((await rest(server.url, "POST", "/rserver/packages?name=plainPkg", { user: "admin" })).status).to.equal(204);
     expect((await rest(server.url, "DELETE", "/rserver/package/plainPkg", { user: "admin" })).status).to.equal(204);

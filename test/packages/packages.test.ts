@@ -350,11 +350,11 @@ describe("R packages (real R, local repositories)", function () {
   });
 
   describe("update and remove", () => {
-    it("updates to a newer version from the repository: 204", async () => {
+    it("updates to a newer version from the repository: 200 (no status asked for)", async () => {
       await world.publish("dsTestA", "1.1.0");
       const ctx = context(M.updatePackages);
       await handlers.updatePackages(create(UpdatePackagesRequestSchema, {}), ctx);
-      expect(ctx.responseHeader.get(HTTP_CODE_HEADER)).to.equal("204");
+      expect(ctx.responseHeader.get(HTTP_CODE_HEADER)).to.equal(null);
       expect((await manager.describe("dsTestA")).Version).to.equal("1.1.0");
       // Untouched: the repository has no newer version of it.
       expect((await manager.describe("dsTestB")).Version).to.equal("1.0.0");

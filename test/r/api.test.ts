@@ -361,7 +361,7 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
       ]);
       const res = await call("POST", `/r/session/${id}/_upload`, "user", { body: form.body, headers: { "content-type": form.type } });
       expect(res.status, res.text).to.equal(200);
-      expect(res.json()).to.deep.equal({ path: "sub/dir/data.csv", size: String(content.length) });
+      expect(res.json()).to.deep.equal({ path: "sub/dir/data.csv", size: content.length });
       const read = await evalR(id, "read.csv(file.path(tempdir(), 'sub/dir/data.csv'))$b");
       expect(read.text).to.equal("2");
       // Fields after the file decide: overwrite=FALSE refuses a second upload to the same place.
@@ -385,7 +385,7 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
       });
       const whole = Buffer.concat(chunks);
       expect(answer.path).to.equal("in/streamed.bin");
-      expect(Number(answer.size)).to.equal(whole.length);
+      expect(answer.size).to.equal(whole.length);
       const md5 = await evalR(id, "unname(tools::md5sum('in/streamed.bin'))");
       expect(JSON.parse(md5.text)).to.equal(createHash("md5").update(whole).digest("hex"));
     });
@@ -427,7 +427,7 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
           pump();
         });
         expect(answer.status, answer.body).to.equal(200);
-        expect(JSON.parse(answer.body)).to.deep.equal({ path: "big.bin", size: String(count * MB) });
+        expect(JSON.parse(answer.body)).to.deep.equal({ path: "big.bin", size: count * MB });
       } finally {
         clearInterval(sampler);
       }

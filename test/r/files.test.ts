@@ -62,7 +62,7 @@ describe("session files", function () {
 
   it("uploads into the work folder, creating folders, with fields before or after the file", async () => {
     const res = await upload({ path: "/a/b/c.txt" });
-    expect(res).to.deep.include({ path: "a/b/c.txt", size: 11n });
+    expect(res).to.deep.include({ path: "a/b/c.txt", size: 11 });
     expect(readFileSync(join(session.dirs.work, "a/b/c.txt"), "utf8")).to.equal("hello world");
     await upload({ fileName: "named.txt", temp: true }, ["x"], true);
     expect(readFileSync(join(session.dirs.tmp, "named.txt"), "utf8")).to.equal("x");

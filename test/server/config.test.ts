@@ -2,7 +2,7 @@ import { expect } from "chai";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { loadConfig } from "../../src/config/load.js";
+import { defaults, loadConfig } from "../../src/config/load.js";
 import { bootstrapUsers } from "../../src/auth/bootstrap.js";
 import { UserDirectory } from "../../src/auth/users.js";
 
@@ -12,7 +12,7 @@ describe("configuration", () => {
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it("runs on embedded defaults with no file and no environment", () => {
-    const c = loadConfig([], {});
+    const c = loadConfig(undefined, {});
     expect(c.port).to.equal(8085);
     expect(c.r.executable).to.equal("R");
     expect(c.users).to.deep.equal([]);
@@ -25,7 +25,7 @@ describe("configuration", () => {
       file,
       ["port: 9000", "node:", "  cluster: lab", "  tags: [a, b]", "r:", "  sessionTimeoutMinutes: 5", "users:", "  - {name: ann, secret: pw, roles: [user]}"].join("\n"),
     );
-    const c = loadConfig(["--config", file], { ROCK_PORT: "9100", ROCK_REPOS: "file:///repo1, file:///repo2" });
+    const c = loadConfig(file, { ROCK_PORT: "9100", ROCK_REPOS: "file:///repo1, file:///repo2" });
     expect(c.port).to.equal(9100);
     expect(c.node.cluster).to.equal("lab");
     expect(c.node.tags).to.deep.equal(["a", "b"]);
@@ -37,17 +37,79 @@ describe("configuration", () => {
   it("refuses unknown settings and values of the wrong type, naming them", () => {
     const file = path.join(dir, "bad.yaml");
     fs.writeFileSync(file, "r:\n  sessionTimout: 5\n");
-    expect(() => loadConfig([`--config=${file}`], {})).to.throw(/unknown setting 'sessionTimout'/);
+    expect(() => loadConfig(file, {})).to.throw(/unknown setting 'sessionTimout'/);
     fs.writeFileSync(file, "port: eighty\n");
-    expect(() => loadConfig(["--config", file], {})).to.throw(/port: expected a number/);
+    expect(() => loadConfig(file, {})).to.throw(/port: expected a number/);
   });
 
   it("reads users from ROCK_USERS, secrets with colons included", () => {
-    const c = loadConfig([], { ROCK_USERS: "ann:a:b:c:user,manager;bob:{noop}x:administrator" });
+    const c = loadConfig(undefined, { ROCK_USERS: "ann:a:b:c:user,manager;bob:{noop}x:administrator" });
     expect(c.users).to.deep.equal([
       { name: "ann", secret: "a:b:c", roles: ["user", "manager"] },
       { name: "bob", secret: "{noop}x", roles: ["administrator"] },
     ]);
+  });
+
+  it("takes Rock's variables; the rock-ts names win when both name the same setting", () => {
+    const rock = { ROCK_ID: "rock-id", ROCK_SERVER: "https://rock.example.org", ROCK_CLUSTER: "lab", ROCK_TAGS: "x,y" };
+    const c = loadConfig(undefined, rock);
+    expect(c.node).to.deep.equal({ id: "rock-id", name: undefined, cluster: "lab", tags: ["x", "y"], publicUrl: "https://rock.example.org" });
+    const both = loadConfig(undefined, { ...rock, ROCK_NODE_ID: "ts-id", ROCK_PUBLIC_URL: "https://ts.example.org", ROCK_NODE_NAME: "Node" });
+    expect(both.node).to.deep.include({ id: "ts-id", name: "Node", publicUrl: "https://ts.example.org" });
+  });
+
+  it("adds a user per ROCK_<ROLE>_NAME/PASSWORD pair, replacing one of the same name; empty variables are unset", () => {
+    const file = path.join(dir, "rock.yaml");
+    fs.writeFileSync(file, "users:\n  - {name: ann, secret: pw, roles: [user]}\n  - {name: boss, secret: old, roles: [user]}\n");
+    const c = loadConfig(file, {
+      ROCK_ADMINISTRATOR_NAME: "boss",
+      ROCK_ADMINISTRATOR_PASSWORD: "{noop}new",
+      ROCK_MANAGER_NAME: "",
+      ROCK_MANAGER_PASSWORD: "",
+      ROCK_USER_NAME: "uma",
+      ROCK_USER_PASSWORD: "u",
+      ROCK_ID: "",
+    });
+    expect(c.users).to.deep.equal([
+      { name: "ann", secret: "pw", roles: ["user"] },
+      { name: "boss", secret: "{noop}new", roles: ["administrator"] },
+      { name: "uma", secret: "u", roles: ["user"] },
+    ]);
+    expect(c.node.id).to.equal(defaults().node.id);
+    expect(() => loadConfig(undefined, { ROCK_ADMINISTRATOR_NAME: "x", ROCK_ADMINISTRATOR_PASSWORD: "a", ROCK_USER_NAME: "x", ROCK_USER_PASSWORD: "b" })).to.throw(
+      /ROCK_USER_NAME: user 'x' is already ROCK_ADMINISTRATOR_NAME/,
+    );
+  });
+
+  it("refuses booleans, numbers and ROCK_* variables it does not know, naming them; ROCK_CONFIG is known", () => {
+    for (const [v, expected] of [["TRUE", true], ["false", false], ["1", true], ["0", false], ["yes", true], ["No", false]] as const) {
+      expect(loadConfig(undefined, { ROCK_R_START: v }).r.startOnBoot, v).to.equal(expected);
+    }
+    expect(() => loadConfig(undefined, { ROCK_R_START: "ture" })).to.throw(/^ROCK_R_START: expected true or false, not 'ture'$/);
+    expect(() => loadConfig(undefined, { ROCK_R_MAX_SESSIONS: "ten" })).to.throw(/^ROCK_R_MAX_SESSIONS: expected a number, not 'ten'$/);
+    expect(() => loadConfig(undefined, { ROCK_PORT: "70000" })).to.throw(/^port: expected an integer from 0 to 65535/);
+    expect(() => loadConfig(undefined, { ROCK_OPAL_SERVER: "x", ROCK_MAX_SESIONS: "1" })).to.throw(/unknown environment variables? ROCK_MAX_SESIONS, ROCK_OPAL_SERVER/);
+    const file = path.join(dir, "rock.yaml");
+    fs.writeFileSync(file, "port: 9000\n");
+    expect(loadConfig(undefined, { ROCK_CONFIG: file }).port).to.equal(9000);
+    expect(loadConfig(file, { ROCK_CONFIG: "/nonexistent.yaml" }).port, "--config wins").to.equal(9000);
+    fs.writeFileSync(file, "port: true\n");
+    expect(() => loadConfig(file, {})).to.throw(/port: expected a number/);
+  });
+
+  it("refuses a secret with a prefix it cannot check, naming the user", () => {
+    const file = path.join(dir, "rock.yaml");
+    for (const [secret, message] of [
+      ["{SSHA}abc", /unsupported secret prefix '\{SSHA\}'; supported: \{bcrypt\}, \{pbkdf2\}, \{scrypt\}, \{noop\}/],
+      ["{bcrypt}plain", /\{bcrypt\} must be followed by a bcrypt hash/],
+      ["{pbkdf2}abcd", /\{pbkdf2\} must be followed by/],
+      ["{scrypt}$e0801$AAAA", /\{scrypt\} must be followed by/],
+    ] as const) {
+      fs.writeFileSync(file, `users:\n  - {name: ann, secret: '${secret}', roles: [user]}\n`);
+      expect(() => loadConfig(file, {}), secret).to.throw(message);
+      expect(() => loadConfig(file, {}), secret).to.throw(/user 'ann'/);
+    }
+    expect(loadConfig(undefined, { ROCK_USERS: "a:{noop}{x}y:user;b:{x:user" }).users.map((u) => u.secret)).to.deep.equal(["{noop}{x}y", "{x"]);
   });
 
   it("creates an administrator once, shows its password once and keeps only the hash", async function () {

@@ -32,14 +32,17 @@ export async function rest(baseUrl: string, method: string, path: string, o: Res
   return { status: res.status, headers: res.headers, text, bytes, json: <T>() => JSON.parse(text) as T };
 }
 
-/** @grpc/grpc-js clients built from the ts-proto stubs. */
-export function grpcClients(port: number) {
+/** @grpc/grpc-js clients built from the ts-proto stubs; over TLS trusting `ca` when given, else h2c. */
+export function grpcClients(port: number, ca?: Buffer) {
   const address = `127.0.0.1:${port}`;
-  const creds = grpc.credentials.createInsecure();
+  const creds = ca ? grpc.credentials.createSsl(ca) : grpc.credentials.createInsecure();
+  // Otherwise grpc-js sends the IP address as TLS server name, which RFC 6066 forbids (Node warns);
+  // the test certificates name localhost too.
+  const options: grpc.ChannelOptions = ca ? { "grpc.ssl_target_name_override": "localhost" } : {};
   const clients = {
-    r: new RServiceClient(address, creds),
-    networks: new NetworkServiceClient(address, creds),
-    health: new HealthClient(address, creds),
+    r: new RServiceClient(address, creds, options),
+    networks: new NetworkServiceClient(address, creds, options),
+    health: new HealthClient(address, creds, options),
   };
   return { ...clients, close: () => Object.values(clients).forEach((c) => c.close()) };
 }

@@ -35,6 +35,8 @@ export interface ConfigPatch {
   readonly packages?: Partial<Config["packages"]>;
   readonly limits?: Partial<Config["limits"]>;
   readonly auth?: Partial<Config["auth"]>;
+  /** Certificate and key files: the server speaks HTTPS only and `url` is https. */
+  readonly tls?: Config["tls"];
 }
 
 /** A whole server on a free loopback port with a fresh data folder; `stop()` removes both. */
@@ -45,6 +47,7 @@ export async function startTestServer(patch: ConfigPatch = {}): Promise<TestServ
     ...base,
     port: 0,
     host: "127.0.0.1",
+    tls: patch.tls ?? base.tls,
     dataDir,
     users: patch.users ?? USERS,
     node: { ...base.node, ...patch.node },
@@ -63,7 +66,7 @@ export async function startTestServer(patch: ConfigPatch = {}): Promise<TestServ
   }
   return {
     port: rock.port,
-    url: `http://127.0.0.1:${rock.port}`,
+    url: `${patch.tls ? "https" : "http"}://127.0.0.1:${rock.port}`,
     dataDir,
     config,
     async stop() {

@@ -4,6 +4,7 @@ import { execa } from "execa";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { PACKAGE_SCRIPT } from "./script.js";
 import { packageEnvironment } from "../confine/environment.js";
+import { signalGroup } from "../signals.js";
 
 export interface RunOptions {
   /** Each line R prints (stdout and stderr merged, in order), as it is printed. */
@@ -37,19 +38,11 @@ const TAIL_LINES = 15;
 const liveGroups = new Set<number>();
 let exitHookInstalled = false;
 
-function killGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // Already gone.
-  }
-}
-
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on("exit", () => {
-    for (const pid of liveGroups) killGroup(pid, "SIGKILL");
+    for (const pid of liveGroups) signalGroup(pid, "SIGKILL");
   });
 }
 
@@ -106,8 +99,8 @@ export async function runPackageScript(request: RunRequest): Promise<Buffer> {
       if (pid === undefined || stopped) return;
       stopped = why;
       log(`[packages] ${logLine}: ${request.title}\n`);
-      killGroup(pid, "SIGTERM");
-      forceKill = setTimeout(() => killGroup(pid, "SIGKILL"), KILL_GRACE_MS);
+      signalGroup(pid, "SIGTERM");
+      forceKill = setTimeout(() => signalGroup(pid, "SIGKILL"), KILL_GRACE_MS);
       forceKill.unref();
     };
     const onAbort = () => stop(cancelled(), "cancelled");
@@ -151,7 +144,7 @@ export async function runPackageScript(request: RunRequest): Promise<Buffer> {
       clearTimeout(deadline);
       if (pid !== undefined) {
         // Whatever R left running (a hung compiler, a git child) goes with it.
-        killGroup(pid, "SIGKILL");
+        signalGroup(pid, "SIGKILL");
         liveGroups.delete(pid);
       }
       if (forceKill) clearTimeout(forceKill);

@@ -4196,7 +4196,11 @@ export const NetworkServiceService = {
       Buffer.from(RebuildIndexResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RebuildIndexResponse => RebuildIndexResponse.decode(value),
   },
-  /** With a valid `key`, any authenticated caller may view this network. */
+  /**
+   * A catalogue role, or a valid `key`: a share key is a credential of its own, so it opens this
+   * network (view only) to any caller, anonymous ones included. The handler checks both (public here
+   * only so that a call without credentials reaches it).
+   */
   getNetwork: {
     path: "/rock.networks.v1.NetworkService/GetNetwork" as const,
     requestStream: false as const,
@@ -4347,7 +4351,11 @@ export interface NetworkServiceServer extends UntypedServiceImplementation {
   createNetwork: handleUnaryCall<CreateNetworkRequest, CreateNetworkResponse>;
   /** Rebuilds the search index of every network from the stored documents. */
   rebuildIndex: handleUnaryCall<RebuildIndexRequest, RebuildIndexResponse>;
-  /** With a valid `key`, any authenticated caller may view this network. */
+  /**
+   * A catalogue role, or a valid `key`: a share key is a credential of its own, so it opens this
+   * network (view only) to any caller, anonymous ones included. The handler checks both (public here
+   * only so that a call without credentials reaches it).
+   */
   getNetwork: handleUnaryCall<GetNetworkRequest, GetNetworkResponse>;
   /** Full replacement; a new revision. */
   updateNetwork: handleUnaryCall<UpdateNetworkRequest, UpdateNetworkResponse>;
@@ -4419,7 +4427,11 @@ export interface NetworkServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RebuildIndexResponse) => void,
   ): ClientUnaryCall;
-  /** With a valid `key`, any authenticated caller may view this network. */
+  /**
+   * A catalogue role, or a valid `key`: a share key is a credential of its own, so it opens this
+   * network (view only) to any caller, anonymous ones included. The handler checks both (public here
+   * only so that a call without credentials reaches it).
+   */
   getNetwork(
     request: GetNetworkRequest,
     callback: (error: ServiceError | null, response: GetNetworkResponse) => void,

@@ -93,7 +93,11 @@ export interface GetInfoResponse {
   type: string;
   cluster: string;
   tags: string[];
-  server?: string | undefined;
+  server?:
+    | string
+    | undefined;
+  /** The configured name of the node; its id when none is configured. */
+  name: string;
 }
 
 export interface CheckRequest {
@@ -227,7 +231,8 @@ export interface UploadFileRequest {
 export interface UploadFileResponse {
   /** The destination, relative to the session root. */
   path: string;
-  size: bigint;
+  /** Bytes written. */
+  size: number;
 }
 
 export interface DownloadFileRequest {
@@ -1349,7 +1354,7 @@ export const GetInfoRequest: MessageFns<GetInfoRequest> = {
 };
 
 function createBaseGetInfoResponse(): GetInfoResponse {
-  return { id: "", type: "", cluster: "", tags: [], server: undefined };
+  return { id: "", type: "", cluster: "", tags: [], server: undefined, name: "" };
 }
 
 export const GetInfoResponse: MessageFns<GetInfoResponse> = {
@@ -1368,6 +1373,9 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     }
     if (message.server !== undefined) {
       writer.uint32(42).string(message.server);
+    }
+    if (message.name !== "") {
+      writer.uint32(50).string(message.name);
     }
     return writer;
   },
@@ -1425,6 +1433,14 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
             message.server = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1444,6 +1460,7 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
       cluster: isSet(object.cluster) ? globalThis.String(object.cluster) : "",
       tags: globalThis.Array.isArray(object?.tags) ? object.tags.map((e: any) => globalThis.String(e)) : [],
       server: isSet(object.server) ? globalThis.String(object.server) : undefined,
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
     };
   },
 
@@ -1464,6 +1481,9 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     if (message.server !== undefined) {
       obj.server = message.server;
     }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
     return obj;
   },
 
@@ -1477,6 +1497,7 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     message.cluster = object.cluster ?? "";
     message.tags = object.tags?.map((e) => e) || [];
     message.server = object.server ?? undefined;
+    message.name = object.name ?? "";
     return message;
   },
 };
@@ -3148,7 +3169,7 @@ export const UploadFileRequest: MessageFns<UploadFileRequest> = {
 };
 
 function createBaseUploadFileResponse(): UploadFileResponse {
-  return { path: "", size: 0n };
+  return { path: "", size: 0 };
 }
 
 export const UploadFileResponse: MessageFns<UploadFileResponse> = {
@@ -3156,11 +3177,8 @@ export const UploadFileResponse: MessageFns<UploadFileResponse> = {
     if (message.path !== "") {
       writer.uint32(10).string(message.path);
     }
-    if (message.size !== 0n) {
-      if (BigInt.asIntN(64, message.size) !== message.size) {
-        throw new globalThis.Error("value provided for field message.size of type int64 too large");
-      }
-      writer.uint32(16).int64(message.size);
+    if (message.size !== 0) {
+      writer.uint32(25).double(message.size);
     }
     return writer;
   },
@@ -3186,12 +3204,12 @@ export const UploadFileResponse: MessageFns<UploadFileResponse> = {
             message.path = reader.string();
             continue;
           }
-          case 2: {
-            if (tag !== 16) {
+          case 3: {
+            if (tag !== 25) {
               break;
             }
 
-            message.size = reader.int64() as bigint;
+            message.size = reader.double();
             continue;
           }
         }
@@ -3209,7 +3227,7 @@ export const UploadFileResponse: MessageFns<UploadFileResponse> = {
   fromJSON(object: any): UploadFileResponse {
     return {
       path: isSet(object.path) ? globalThis.String(object.path) : "",
-      size: isSet(object.size) ? BigInt(object.size) : 0n,
+      size: isSet(object.size) ? globalThis.Number(object.size) : 0,
     };
   },
 
@@ -3218,8 +3236,8 @@ export const UploadFileResponse: MessageFns<UploadFileResponse> = {
     if (message.path !== "") {
       obj.path = message.path;
     }
-    if (message.size !== 0n) {
-      obj.size = message.size.toString();
+    if (message.size !== 0) {
+      obj.size = floatToJson(message.size);
     }
     return obj;
   },
@@ -3230,7 +3248,7 @@ export const UploadFileResponse: MessageFns<UploadFileResponse> = {
   fromPartial<I extends Exact<DeepPartial<UploadFileResponse>, I>>(object: I): UploadFileResponse {
     const message = createBaseUploadFileResponse();
     message.path = object.path ?? "";
-    message.size = (object.size !== undefined && object.size !== null) ? BigInt(object.size) : 0n;
+    message.size = object.size ?? 0;
     return message;
   },
 };
@@ -6944,6 +6962,10 @@ function base64FromBytes(arr: Uint8Array): string {
     });
     return globalThis.btoa(bin.join(""));
   }
+}
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;

@@ -1,0 +1,82 @@
+import { readFileSync } from "node:fs";
+import { hashSecret } from "../auth/secrets.js";
+import type { Config } from "../config/config.js";
+import { loadConfig } from "../config/load.js";
+import { parseCommandLine, UsageError, type Command } from "./parse.js";
+import { readPassword } from "./password.js";
+
+export const USAGE = `Usage: rock-ts [--config FILE]
+       rock-ts hash-password
+       rock-ts --help | --version
+
+Without a command, starts the R execution service and the draft network catalogue (gRPC, gRPC-Web,
+Connect and REST on one port) and serves until SIGTERM or SIGINT.
+
+Commands:
+  hash-password      reads a password (piped on stdin, or typed twice at a prompt that does not
+                     echo) and prints its stored form, {bcrypt}$2b$10$..., for a user's secret
+
+Options:
+  -c, --config FILE  the YAML configuration (default: the file ROCK_CONFIG names, else none);
+                     ROCK_* environment variables override it
+  -h, --help         prints this help
+  -v, --version      prints the version
+
+Exit status: 0 done, 1 the server could not start or the command failed, 2 a usage error.
+Every configuration key, its ROCK_* variable and its default: README.md, "Configuration".
+`;
+
+export interface Streams {
+  readonly stdin: NodeJS.ReadStream;
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WritableStream;
+}
+
+/** Either the configuration to serve with, or the exit code of a command that is done. */
+export type Outcome = { readonly kind: "serve"; readonly config: Config } | { readonly kind: "exit"; readonly code: number };
+
+export async function runCommandLine(argv: readonly string[], io: Streams = process): Promise<Outcome> {
+  const exit = (code: number): Outcome => ({ kind: "exit", code });
+  const fail = (message: string): Outcome => {
+    io.stderr.write(`rock-ts: ${message}\n`);
+    return exit(1);
+  };
+  let command: Command;
+  try {
+    command = parseCommandLine(argv);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    io.stderr.write(`rock-ts: ${e.message}\nTry 'rock-ts --help'.\n`);
+    return exit(2);
+  }
+  switch (command.kind) {
+    case "help":
+      io.stdout.write(USAGE);
+      return exit(0);
+    case "version":
+      io.stdout.write(`${version()}\n`);
+      return exit(0);
+    case "hash-password": {
+      let password: string;
+      try {
+        password = await readPassword(io.stdin, io.stderr);
+      } catch (e) {
+        return fail((e as Error).message);
+      }
+      if (password === "") return fail("the password is empty");
+      io.stdout.write(`${await hashSecret(password)}\n`);
+      return exit(0);
+    }
+    case "serve":
+      try {
+        return { kind: "serve", config: loadConfig(command.configFile) };
+      } catch (e) {
+        return fail(`configuration: ${(e as Error).message}`);
+      }
+  }
+}
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}

@@ -1,0 +1,73 @@
+import type { Route } from "../edge/route-table.js";
+import { FILE_PART } from "../edge/upload-stream.js";
+import { accessRule, accessText, securityOf } from "./access.js";
+import { answerContent, rawStreamField, requestBodyOf, streamContent } from "./bodies.js";
+import { errorResponses } from "./error-responses.js";
+import { handlerAnswers, type HandlerAnswers, type SuccessAnswer } from "./handler-answers.js";
+import type { SchemaSet } from "./json-schema.js";
+import { parametersOf } from "./parameters.js";
+import type { Operation, Response } from "./types.js";
+
+const STATUS_TEXT: Readonly<Record<SuccessAnswer["status"], string>> = { 200: "OK.", 201: "Created.", 204: "No content." };
+const LOCATION = { Location: { description: "The URL of what was created.", schema: { type: "string", format: "uri" } } };
+
+/** One route of the table as an OpenAPI operation. */
+export function describeRoute(route: Route, schemas: SchemaSet, operationId: string): Operation {
+  const method = route.spec.method;
+  const answers = handlerAnswers(method);
+  const rule = accessRule(method);
+  const parameters = parametersOf(route);
+  const requestBody = requestBodyOf(route, schemas, answers);
+  const notes = [accessText(rule), ...kindNote(route), ...negotiationNote(route), `gRPC, gRPC-Web and Connect: \`/${method.parent.typeName}/${method.name}\`.`];
+  return {
+    operationId,
+    tags: [method.parent.name],
+    summary: words(method.name),
+    description: notes.join("\n\n"),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(requestBody ? { requestBody } : {}),
+    responses: { ...successResponses(route, schemas, answers), ...errorResponses(route, rule.isPublic, answers) },
+    security: securityOf(rule),
+  };
+}
+
+/** A stream's status goes out with its first message: always 200 (rest-handler.ts). */
+function successResponses(route: Route, schemas: SchemaSet, answers: HandlerAnswers): Record<string, Response> {
+  if (route.spec.kind === "server_streaming") return { "200": { description: STATUS_TEXT[200], content: streamContent(route, schemas, answers) } };
+  const success = answers.success ?? [{ status: 200 }];
+  return Object.fromEntries(success.map((a) => [String(a.status), successResponse(route, schemas, answers, a)]));
+}
+
+function successResponse(route: Route, schemas: SchemaSet, answers: HandlerAnswers, answer: SuccessAnswer): Response {
+  const description = answer.when ?? STATUS_TEXT[answer.status];
+  if (answer.status === 204) return { description };
+  const headers = { ...(answer.status === 201 ? LOCATION : {}), ...answers.headers };
+  const content = answerContent(route, schemas, answers, answer.member);
+  return { description, ...(Object.keys(headers).length > 0 ? { headers } : {}), ...(content ? { content } : {}) };
+}
+
+function kindNote(route: Route): string[] {
+  switch (route.spec.kind) {
+    case "server_streaming":
+      return rawStreamField(route)
+        ? ["Streams the bytes as they are read."]
+        : ["Streams newline-delimited JSON while the call runs, one message per line; leaving cancels the call."];
+    case "client_streaming":
+      return [`Streams the body: multipart/form-data with the file in the part \`${FILE_PART}\` and the parameters as form fields or in the query, or the file itself.`];
+    default:
+      return [];
+  }
+}
+
+/** An RPC reading the Accept header negotiates: the media types of its answer are the choices. */
+function negotiationNote(route: Route): string[] {
+  const accept = route.headerFields.find(([header]) => header === "accept")?.[1];
+  if (!accept) return [];
+  const asParameter = [...route.queryFields.values()].includes(accept) ? ` (or the \`${accept.jsonName}\` parameter)` : "";
+  return [`The \`Accept\` header${asParameter} chooses among the media types of the answer.`];
+}
+
+/** `GetPackageSettings` → `Get package settings`. */
+function words(name: string): string {
+  return name.replace(/(?<=[a-z0-9])(?=[A-Z])/g, " ").replace(/ [A-Z](?=[a-z])/g, (w) => w.toLowerCase());
+}

@@ -1,0 +1,27 @@
+import type { DescMethod } from "@bufbuild/protobuf";
+import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import type { DrainPolicy } from "../server/drain-gate.js";
+import { Health } from "../server/health.js";
+import { ReflectionV1, ReflectionV1Alpha } from "../server/reflection.js";
+
+const PROBES: ReadonlySet<string> = new Set([Health, ReflectionV1, ReflectionV1Alpha].map((s) => s.typeName));
+
+/** Health and reflection: they tell clients what happens, and `buf curl` needs reflection to ask health. */
+function isProbe(method: DescMethod): boolean {
+  return PROBES.has(method.parent.typeName);
+}
+
+/**
+ * An RService call on one session names it in its request's `id` (REST `/r/session/{id}/…`): a client
+ * with a session may finish its work there (evaluate, fetch results and files, close it) while the
+ * service drains. A new session, the R server, packages and the catalogue answer 503.
+ */
+function onSession(method: DescMethod): boolean {
+  return method.parent.typeName === RService.typeName && method.input.fields.some((f) => f.name === "id");
+}
+
+export const drainPolicy: DrainPolicy = {
+  admits: (method) => isProbe(method) || onSession(method),
+  // A followed log tail ends only when its caller leaves.
+  endless: (method) => isProbe(method) || method === RService.method.tailLog,
+};

@@ -1,0 +1,94 @@
+import type { DescMethod } from "@bufbuild/protobuf";
+import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { ServiceLifecycle } from "./lifecycle.js";
+import { retryLater } from "./rest-hints.js";
+
+/** Which calls a stopping service still takes, and which ones it waits for. */
+export interface DrainPolicy {
+  /** Still taken while draining: health, and calls on sessions that exist (their clients finish their work). */
+  admits(method: DescMethod): boolean;
+  /** Never ends by itself (health Watch, reflection, a followed log): it does not hold the drain. */
+  endless(method: DescMethod): boolean;
+}
+
+interface Kind {
+  readonly admitted: boolean;
+  readonly holds: boolean;
+}
+
+/**
+ * First of the interceptors, so a refusal costs no password check. Once a stop begins, calls the
+ * policy does not admit answer 503 with Retry-After; after the drain, only the endless ones (health)
+ * are taken. Every call that holds the drain is counted until it ends (a stream: until its last
+ * message); one cut short by the stop answers 503 rather than whatever its interruption looked like
+ * (an R evaluation says "interrupted", a 400).
+ */
+export function drainGate(lifecycle: ServiceLifecycle, policy: DrainPolicy): Interceptor {
+  const kinds = new Map<DescMethod, Kind>();
+  const kindOf = (method: DescMethod): Kind => {
+    let kind = kinds.get(method);
+    if (!kind) kinds.set(method, (kind = { admitted: policy.admits(method), holds: !policy.endless(method) }));
+    return kind;
+  };
+  const cutShort = (signal: AbortSignal): ConnectError | undefined =>
+    signal.aborted && lifecycle.phase === "stopped" ? retryLater("The service stopped before this call ended") : undefined;
+
+  return (next) => async (req) => {
+    const kind = kindOf(req.method);
+    const phase = lifecycle.phase;
+    if (phase !== "serving" && !(kind.admitted && (phase === "draining" || !kind.holds))) {
+      throw retryLater("The service is stopping");
+    }
+    if (!kind.holds) return next(req);
+    lifecycle.callStarted();
+    let ended = false;
+    const end = (): void => {
+      if (!ended) lifecycle.callEnded();
+      ended = true;
+    };
+    let streaming = false;
+    try {
+      const res = await next(req);
+      if (!res.stream) return res;
+      streaming = true;
+      return { ...res, message: whileIterated(res.message, end, () => cutShort(req.signal)) };
+    } catch (error) {
+      throw cutShort(req.signal) ?? error;
+    } finally {
+      if (!streaming) end();
+    }
+  };
+}
+
+/**
+ * `source`, calling `end` once when it is done, fails or is given up; `failure` may replace the end
+ * of a stream cut short. An iterator object rather than a generator: a generator given up before its
+ * first step would skip its `finally`.
+ */
+function whileIterated<T>(source: AsyncIterable<T>, end: () => void, failure: () => Error | undefined): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<T> {
+      const it = source[Symbol.asyncIterator]();
+      return {
+        async next() {
+          let r: IteratorResult<T>;
+          try {
+            r = await it.next();
+          } catch (error) {
+            end();
+            throw failure() ?? error;
+          }
+          if (!r.done) return r;
+          end();
+          const cut = failure();
+          if (cut) throw cut;
+          return r;
+        },
+        async return() {
+          end();
+          return (await it.return?.()) ?? { done: true, value: undefined };
+        },
+      };
+    },
+  };
+}

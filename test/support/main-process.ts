@@ -1,0 +1,84 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { freePort } from "../networks/server-support.js";
+
+/** The repository root: commands run from there as a person runs them from a checkout. */
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface Finished {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface RunOptions {
+  /** ROCK_* variables of the run; the test's own ROCK_* environment is never passed on. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Written to stdin, which is then closed (a pipe, never a terminal). */
+  readonly input?: string;
+  /** The command instead of `node --import tsx src/main.ts` (e.g. the bin shim). */
+  readonly command?: readonly string[];
+  readonly timeoutMs?: number;
+}
+
+function environment(own: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ROCK_")));
+  return { ...inherited, ...own };
+}
+
+/**
+ * Runs the program to its end (a command, or a start that fails) and answers how it ended. A run still
+ * going after `timeoutMs` is killed and answered with code null: a start that should have failed.
+ */
+export async function runMain(args: readonly string[], o: RunOptions = {}): Promise<Finished> {
+  const command = o.command ?? [process.execPath, "--import", "tsx", "src/main.ts"];
+  const child = spawn(command[0]!, [...command.slice(1), ...args], { cwd: ROOT, env: environment(o.env), stdio: ["pipe", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (t: string) => (stdout += t));
+  child.stderr.setEncoding("utf8").on("data", (t: string) => (stderr += t));
+  child.stdin.end(o.input ?? "");
+  const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+  const timer = setTimeout(() => child.kill("SIGKILL"), o.timeoutMs ?? 20_000);
+  const [code, signal] = await exited;
+  clearTimeout(timer);
+  return { code: signal === "SIGKILL" ? null : code, stdout, stderr };
+}
+
+export interface MainServer {
+  readonly url: string;
+  /** What the server printed so far (its log). */
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+/** The server as production starts it, configured by `env` only, R not started; resolves once /_info answers. */
+export async function startMain(env: Readonly<Record<string, string>>): Promise<MainServer> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: ROOT,
+    env: environment({ ROCK_PORT: String(port), ROCK_HOST: "127.0.0.1", ROCK_R_START: "false", ...env }),
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (t: string) => (stderr += t));
+  const exited = once(child, "exit");
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  while (!(await fetch(`${url}/_info`).then((r) => r.ok, () => false))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await stop();
+      throw new Error(`the server did not start: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { url, stderr: () => stderr, stop };
+}

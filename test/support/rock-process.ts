@@ -1,0 +1,117 @@
+/**
+ * The real server (`node --import tsx src/main.ts`) in a process of its own, configured through ROCK_*
+ * variables over a fresh temporary data folder, for tests about signals and starts. It runs in its own
+ * process group (as under a service manager): the signals a test sends reach only the server. kill()
+ * ends whatever is left of it and of the R processes it started, and removes the folder.
+ */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort } from "../networks/server-support.js";
+import { testSessionUids } from "./uids.js";
+import { processes } from "./procfs.js";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface Exit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  /** Date.now() when it was seen. */
+  readonly at: number;
+}
+
+export interface RockProcess {
+  readonly pid: number;
+  readonly url: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly exited: Promise<Exit>;
+  /** The service log so far. */
+  log(): string;
+  /** Notes the R server's process group (while it runs), so that leftovers() can look for its members. */
+  noteRServer(): number | undefined;
+  /** Live processes of the noted R server groups or running as a session uid of this server. */
+  leftovers(): number[];
+  /** SIGKILL to the server and to every leftover; removes the data folder. */
+  kill(): Promise<void>;
+}
+
+/** The user names are the passwords. */
+export const PROCESS_USERS = "admin:admin:administrator,manager;user:user:user";
+
+export async function spawnRock(env: Readonly<Record<string, string>> = {}): Promise<RockProcess> {
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), "rock-process-"));
+  const uids = testSessionUids();
+  const [first, last] = uids.split("-").map(Number) as [number, number];
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ROCK_")));
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ["ignore", "ignore", "pipe"],
+    env: {
+      ...inherited,
+      ROCK_PORT: String(port),
+      ROCK_HOST: "127.0.0.1",
+      ROCK_DATA_DIR: dataDir,
+      ROCK_USERS: PROCESS_USERS,
+      ROCK_R_SESSION_UIDS: uids,
+      ...env,
+    },
+  });
+  const pid = child.pid;
+  if (pid === undefined) throw new Error("could not spawn the server");
+  let log = "";
+  child.stderr.setEncoding("utf8").on("data", (text: string) => (log += text));
+  const exited = once(child, "exit").then(([code, signal]) => ({ code, signal, at: Date.now() }) as Exit);
+  const groups = new Set<number>();
+  const noteRServer = (): number | undefined => {
+    const leader = processes().find((p) => p.ppid === pid && p.pgrp === p.pid);
+    if (leader) groups.add(leader.pid);
+    return leader?.pid;
+  };
+  const leftovers = (): number[] =>
+    processes()
+      .filter((p) => !p.zombie && (groups.has(p.pgrp) || (p.uid >= first && p.uid <= last)))
+      .map((p) => p.pid);
+  return {
+    pid,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    dataDir,
+    exited,
+    log: () => log,
+    noteRServer,
+    leftovers,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) {
+        noteRServer();
+        child.kill("SIGKILL");
+        await exited;
+      }
+      for (const g of groups) signal(-g);
+      for (const p of leftovers()) signal(p);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls GET `path` until it answers `status` (a refused connection counts as 0). */
+export async function untilAnswers(url: string, path: string, status: number, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while ((await fetch(url + path).then((r) => r.status, () => 0)) !== status) {
+    if (Date.now() > end) throw new Error(`GET ${path} did not answer ${status} in time`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function signal(pid: number): void {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // gone
+  }
+}
