@@ -21,7 +21,11 @@ import { createPackageHandlers } from "./rservice/packages.js";
 import { startServer } from "./server/app.js";
 import { drainGate } from "./server/drain-gate.js";
 import { ServiceLifecycle } from "./server/lifecycle.js";
+import { accessLog } from "./server/access-log.js";
+import { callObserver } from "./server/call-observer.js";
+import { engineLog } from "./server/engine-log.js";
 import { createLogger, type Logger } from "./server/logger.js";
+import { ServiceMetrics } from "./server/metrics.js";
 import { readTlsCredentials } from "./server/tls.js";
 
 export interface Rock {
@@ -46,7 +50,7 @@ export interface ComposeOptions {
 
 /** config → users → R engine → stores → one server for every protocol. */
 export async function startRock(config: Config, opts: ComposeOptions = {}): Promise<Rock> {
-  const logger = opts.logger ?? createLogger();
+  const logger = opts.logger ?? createLogger(config.log);
   // First: a wrong certificate file refuses the start before anything is created.
   const tls = readTlsCredentials(config.tls);
   const isolation = decideIsolation(config.r);
@@ -64,6 +68,8 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     const log = new ConsoleLog({ file: path.join(config.dataDir, "rserver.log"), maxBytes: config.r.logMaxBytes, files: config.r.logFiles });
     cleanups.push(() => log.close());
     const sessionsDir = sessionsRoot(config.r, config.dataDir, isolation.isolated);
+    let metrics: ServiceMetrics | undefined;
+    const logEngine = engineLog(logger);
     const engine = new REngine({
       config: config.r,
       dataDir: config.dataDir,
@@ -71,7 +77,13 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       isolated: isolation.isolated,
       log,
       ...(config.packages.library ? { library: config.packages.library } : {}),
+      onEvent: (event) => {
+        logEngine(event);
+        metrics?.recordEngine(event);
+      },
     });
+    // After the engine: its gauges read it.
+    metrics = new ServiceMetrics({ sessions: () => sessionCounts(engine) });
     cleanups.push(() => engine.close());
     const scratch = path.join(config.dataDir, "packages-tmp");
     fs.mkdirSync(scratch, { recursive: true });
@@ -102,16 +114,22 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
         ),
         registerService(NetworkService, createNetworkServiceHandlers(catalog), restStyleOf(NetworkService)),
       ],
-      interceptors: [drainGate(lifecycle, drainPolicy), authInterceptor(users)],
+      interceptors: [
+        callObserver({ namesSession: (m) => m.parent === RService && m.input.fields.some((f) => f.name === "id"), sinks: [accessLog(logger), metrics.recordCall] }),
+        drainGate(lifecycle, drainPolicy),
+        authInterceptor(users),
+      ],
       maxBodyBytes: config.limits.maxBodyBytes,
       maxUploadBytes: config.limits.maxUploadBytes,
       timeouts: config.limits,
       logger,
       serving: lifecycle,
+      metrics: { registry: metrics.registry, users },
     });
     cleanups.push(() => server.close());
     // Without R the catalogue still serves; /_check then answers 500 until R runs.
-    await engine.boot().catch((e: Error) => logger.error("R server did not start", { error: e.message }));
+    // A failed start is logged by the engine's event.
+    await engine.boot().catch(() => undefined);
     const close = async () => {
       lifecycle.cut();
       await cleanup();
@@ -121,4 +139,9 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     await cleanup();
     throw e;
   }
+}
+
+function sessionCounts(engine: REngine): { total: number; busy: number } {
+  const sessions = engine.sessions();
+  return { total: sessions.length, busy: sessions.filter((s) => s.busy).length };
 }

@@ -1,13 +1,20 @@
 import { runCommandLine } from "./cli/commands.js";
 import { startRock } from "./compose.js";
-import { createLogger } from "./server/logger.js";
+import { createLogger, type Logger } from "./server/logger.js";
 import { installSignalHandlers } from "./shutdown.js";
 
 // --help, --version, hash-password, usage errors and a configuration that cannot be used end here.
 const outcome = await runCommandLine(process.argv.slice(2));
 if (outcome.kind === "exit") process.exit(outcome.code);
 
-const logger = createLogger();
+// A log format that cannot be used (pretty without pino-pretty installed) is a configuration error too.
+let logger: Logger;
+try {
+  logger = createLogger(outcome.config.log);
+} catch (e) {
+  process.stderr.write(`rock-ts: configuration: ${(e as Error).message}\n`);
+  process.exit(1);
+}
 try {
   const rock = await startRock(outcome.config, { logger });
   installSignalHandlers(rock, logger);

@@ -17,6 +17,18 @@ export interface Config {
   readonly limits: LimitsConfig;
   readonly auth: AuthConfig;
   readonly server: ServerConfig;
+  readonly log: LogConfig;
+}
+
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+export type LogFormat = "json" | "pretty";
+
+/** The service log (stderr), not R's console log. */
+export interface LogConfig {
+  /** `info` has one access line per call and the lifecycle; `warn` drops both. */
+  readonly level: LogLevel;
+  /** `json`: one JSON object per line, for collectors; `pretty`: for a person (needs pino-pretty, a dev dependency). */
+  readonly format: LogFormat;
 }
 
 export interface ServerConfig {

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { parseSecret } from "../auth/secret-format.js";
-import type { Config, IsolationMode, UserConfig } from "./config.js";
+import type { Config, IsolationMode, LogFormat, LogLevel, UserConfig } from "./config.js";
 
 /** Every setting has a default: the server runs with no file and no environment. */
 export function defaults(): Config {
@@ -48,6 +48,7 @@ export function defaults(): Config {
     },
     auth: { maxFailures: 10, failureWindowSeconds: 60, trackedClients: 10_000, hashWorkers: 0, hashQueue: 32 },
     server: { drainSeconds: 30 },
+    log: { level: "info", format: "json" },
   };
 }
 
@@ -275,6 +276,7 @@ function applyEnv(c: Config, env: Env): Config {
       hashQueue: num("ROCK_AUTH_HASH_QUEUE", c.auth.hashQueue),
     },
     server: { drainSeconds: num("ROCK_DRAIN_SECONDS", c.server.drainSeconds) },
+    log: { level: (env.ROCK_LOG_LEVEL ?? c.log.level) as LogLevel, format: (env.ROCK_LOG_FORMAT ?? c.log.format) as LogFormat },
   };
 }
 
@@ -293,12 +295,16 @@ function resolvedOrEmpty(file: string): string {
 }
 
 const ISOLATION_MODES: readonly IsolationMode[] = ["auto", "required"];
+const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+const LOG_FORMATS: readonly LogFormat[] = ["json", "pretty"];
 
 /** Checks what types alone do not: enumerations and ranges. */
 function validate(c: Config): Config {
   if (!ISOLATION_MODES.includes(c.r.isolation)) {
     throw new Error(`r.isolation: expected one of ${ISOLATION_MODES.join(", ")}, not '${c.r.isolation}'`);
   }
+  if (!LOG_LEVELS.includes(c.log.level)) throw new Error(`log.level: expected one of ${LOG_LEVELS.join(", ")}, not '${c.log.level}'`);
+  if (!LOG_FORMATS.includes(c.log.format)) throw new Error(`log.format: expected one of ${LOG_FORMATS.join(", ")}, not '${c.log.format}'`);
   if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535) throw new Error(`port: expected an integer from 0 to 65535, not ${c.port}`);
   parseUidRange(c.r.sessionUids);
   // The R server reads the path as one line (worker.R).

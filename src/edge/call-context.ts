@@ -1,5 +1,5 @@
 import type { DescMethod } from "@bufbuild/protobuf";
-import { createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { clientAddressKey } from "../auth/caller.js";
 
 export type CallContext = HandlerContext & {
@@ -16,6 +16,9 @@ export interface CallContextInit {
   /** The socket's remote address (what failed logins are counted by). */
   readonly clientAddress: string | undefined;
 }
+
+/** Set on calls the REST edge makes: interceptors see no protocol name, and REST's headers may look like Connect's. */
+export const restCallKey = createContextKey(false, { description: "call made by the REST edge" });
 
 const noTimeout = (): undefined => undefined;
 
@@ -40,7 +43,7 @@ export function createCallContext(init: CallContextInit): CallContext {
     responseHeader: new Headers(),
     responseTrailer: new Headers(),
     protocolName: "rest",
-    values: createContextValues().set(clientAddressKey, init.clientAddress),
+    values: createContextValues().set(clientAddressKey, init.clientAddress).set(restCallKey, true),
     url: init.url,
     abort(reason) {
       shutdown.removeEventListener("abort", onShutdown);

@@ -56,12 +56,22 @@ export interface RestError {
 export function toRestError(err: unknown, onInternal: (err: unknown) => void): RestError {
   const ce = ConnectError.from(err);
   if (!(err instanceof ConnectError)) onInternal(err);
-  const status = Number(ce.metadata.get(HTTP_CODE_HEADER) ?? HTTP_STATUS[ce.code] ?? 500);
+  const status = httpStatusOf(ce);
   const e = restError(ce.code, err instanceof ConnectError ? ce.rawMessage : "Internal error", ce.metadata.get(ERROR_BODY_HEADER), status);
   // As Connect does for its own protocol: a refusal's Retry-After (429, 503) reaches the client.
   const retryAfter = ce.metadata.get("retry-after");
   if (retryAfter !== null) e.headers["retry-after"] = retryAfter;
   return e;
+}
+
+/** The HTTP status REST answers an error with: the one a handler asked for, else the code's. */
+export function httpStatusOf(err: ConnectError): number {
+  return Number(err.metadata.get(HTTP_CODE_HEADER) ?? HTTP_STATUS[err.code] ?? 500);
+}
+
+/** `ok`, or the code's name as the Connect protocol spells it (`resource_exhausted`). */
+export function codeName(code: Code | undefined): string {
+  return code === undefined ? "ok" : (CODE_NAME[code] ?? "unknown");
 }
 
 /** An error answer; `status` overrides the code's usual status (413 for a body over the limit). */

@@ -5,7 +5,7 @@ import { create, type Message } from "@bufbuild/protobuf";
 import { reflect } from "@bufbuild/protobuf/reflect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
-import { AsyncQueue } from "./async-queue.js";
+import { Channel } from "../channel.js";
 import { HTTP_CODE_HEADER } from "../server/rest-hints.js";
 import { applyParts, type RequestParts } from "./request-decoder.js";
 import type { Route } from "./route-table.js";
@@ -30,7 +30,7 @@ export function uploadMessages(
   const schema = route.spec.method.input;
   const bodyField = route.bodyField;
   if (!bodyField || bodyField === "*") throw new ConnectError("upload route needs an HttpBody body field", Code.Internal);
-  const queue = new AsyncQueue<Message>(HIGH_WATER, () => active?.resume());
+  const queue = new Channel<Message>({ capacity: HIGH_WATER, overflow: "pause", onDrain: () => active?.resume() });
   let active: Readable | undefined = req;
 
   const first = create(schema);
@@ -78,7 +78,7 @@ export function uploadMessages(
 
   const contentType = req.headers["content-type"] ?? "";
   if (!/^multipart\/form-data/i.test(contentType)) {
-    pipeChunks(req, () => queue.end(), clientLeft);
+    pipeChunks(req, () => queue.close(), clientLeft);
     return queue;
   }
 
@@ -104,7 +104,7 @@ export function uploadMessages(
     stream.once("limit", () => queue.fail(tooLarge()));
     pipeChunks(stream, () => (active = req), malformed);
   });
-  bb.once("close", () => (sawFile ? queue.end() : queue.fail(new ConnectError(`Missing multipart part '${FILE_PART}'`, Code.InvalidArgument))));
+  bb.once("close", () => (sawFile ? queue.close() : queue.fail(new ConnectError(`Missing multipart part '${FILE_PART}'`, Code.InvalidArgument))));
   bb.once("error", (e) => queue.fail(malformed(e as Error)));
   req.pipe(bb);
   return queue;

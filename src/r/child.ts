@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { StringDecoder } from "node:string_decoder";
-import { encodeFrame, FrameReader, type Frame } from "./frame.js";
+import { Answer, DRAIN, FrameReader, isLive, Marker, MARKER_LEAD, ONE_READ, type Frame } from "./protocol.js";
 import { signalProcess } from "./signals.js";
 
 /** What an evaluation prints or signals while it runs, in the order R produced it. */
@@ -14,7 +14,7 @@ export type EventSink = (event: EvalEvent) => void;
 export type Outcome = { readonly ok: true; readonly value: Buffer } | { readonly ok: false; readonly error: string };
 
 interface Running {
-  /** A live request (frame type L): its events are framed and ordered by markers, its output streamed. */
+  /** A live request (Request.live): its events are framed and ordered by markers, its output streamed. */
   readonly live: boolean;
   /** Live: R has not sent the start marker yet, so output still belongs to earlier requests. */
   awaitingStart: boolean;
@@ -29,23 +29,6 @@ interface Running {
   /** An interrupt asked for before the start marker, sent when it comes. */
   interruptRequested: boolean;
 }
-
-/** Markers on the output stream are NUL + a type byte; printed text never holds NUL. */
-const MARKER_LEAD = 0;
-const EVAL_MARKER = 0;
-const SYNC_MARKER = 1;
-/**
- * R writes it when it starts evaluating a request larger than one socket read of R (ONE_READ bytes); a
- * SIGINT for such a request waits for it. R waits for socket data with interrupts enabled, and a signal
- * then would lose the part of the request R had read. A smaller request is read at once, so a signal
- * can only land before any of it was read, and R keeps it for that request (see worker.R): no marker,
- * no extra write per evaluation.
- */
-const START_MARKER = 2;
-const DRAIN = encodeFrame("D");
-const LIVE = "L".charCodeAt(0);
-/** R reads a socket 4096 bytes at a time; room is left for a drain frame sent with the request. */
-const ONE_READ = 4096 - DRAIN.length;
 
 /**
  * One forked R session process: the main socket carries requests and answers, the output socket the
@@ -97,11 +80,14 @@ export class RChild {
     else this.closeListeners.push(listener);
   }
 
-  /** Runs one request; `sink` receives the events of a live one (see evalFrame). */
+  /**
+   * Runs one request; `sink` receives the events of a live one (see evalFrame). A SIGINT for a request
+   * larger than ONE_READ waits for its START marker (see protocol.ts, interrupts).
+   */
   run(request: Buffer, sink?: EventSink): Promise<Outcome> {
     if (this.ended) return Promise.resolve({ ok: false, error: "R session has ended" });
     if (this.running) throw new Error("R session is already running a request");
-    const live = request[0] === LIVE;
+    const live = isLive(request);
     return new Promise((resolve) => {
       this.running = {
         live,
@@ -180,8 +166,8 @@ export class RChild {
   }
 
   private marker(type: number): void {
-    if (type === START_MARKER) this.started();
-    else if (type === EVAL_MARKER || type === SYNC_MARKER) this.running?.output.push(null);
+    if (type === Marker.start) this.started();
+    else if (type === Marker.eval || type === Marker.sync) this.running?.output.push(null);
   }
 
   private started(): void {
@@ -216,16 +202,16 @@ export class RChild {
       const frame = running.frames.shift();
       if (!frame) return;
       running.output.shift();
-      if (frame.type === "M") this.event(running, "message", frame.payload);
-      else if (frame.type === "W") this.event(running, "warning", frame.payload);
+      if (frame.type === Answer.message) this.event(running, "message", frame.payload);
+      else if (frame.type === Answer.warning) this.event(running, "warning", frame.payload);
       else return this.answer(frame);
     }
   }
 
   /** The RESULT or ERROR frame that ends a request; anything else breaks the protocol. */
   private answer(frame: Frame): void {
-    if (frame.type === "V") this.finish({ ok: true, value: frame.payload });
-    else if (frame.type === "X") this.finish({ ok: false, error: frame.payload.toString("utf8") });
+    if (frame.type === Answer.value) this.finish({ ok: true, value: frame.payload });
+    else if (frame.type === Answer.error) this.finish({ ok: false, error: frame.payload.toString("utf8") });
     else this.kill();
   }
 

@@ -1,4 +1,5 @@
 import { closeSync, existsSync, fstatSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { Channel } from "../channel.js";
 
 /**
  * A longer line is cut into lines of at most this many characters (UTF-16 code units, never inside a
@@ -89,40 +90,21 @@ export class ConsoleLog {
 
   /** The last `limit` lines, then (with `follow`) each new line until `signal` aborts. */
   async *tail(limit: number, follow: boolean, signal: AbortSignal): AsyncGenerator<string> {
-    const queued: string[] = [];
-    let dropped = 0;
-    let wake: (() => void) | undefined;
     // A follower that reads slower than R prints loses the oldest lines it has not read, and is told
     // how many: its backlog is bounded like the log's memory.
-    const unsubscribe = follow
-      ? this.subscribe((line) => {
-          queued.push(line);
-          if (queued.length > MEMORY_LINES) {
-            queued.shift();
-            dropped++;
-          }
-          wake?.();
-        })
-      : undefined;
-    const onAbort = (): void => wake?.();
-    signal.addEventListener("abort", onAbort);
+    const lines = new Channel<string>({ capacity: MEMORY_LINES, overflow: "drop-oldest", signal });
+    const unsubscribe = follow ? this.subscribe((line) => void lines.push(line)) : undefined;
     try {
       yield* this.last(limit);
-      while (follow && !signal.aborted) {
-        if (queued.length === 0) {
-          await new Promise<void>((resolve) => (wake = resolve));
-          wake = undefined;
-          continue;
-        }
-        if (dropped > 0) {
-          yield `[${dropped} lines not shown: the reader fell behind]`;
-          dropped = 0;
-        }
-        yield queued.shift()!;
+      if (!follow) return;
+      for await (const line of lines) {
+        const dropped = lines.takeDropped();
+        if (dropped > 0) yield `[${dropped} lines not shown: the reader fell behind]`;
+        yield line;
       }
     } finally {
       unsubscribe?.();
-      signal.removeEventListener("abort", onAbort);
+      lines.close();
     }
   }
 

@@ -13,7 +13,8 @@ import type { ValueFormat } from "./negotiate.js";
 import type { RChild } from "./child.js";
 import { assertTrustedProfile } from "./profile.js";
 import { RServerProcess, type SessionIdentity } from "./rserver.js";
-import { evalFrame, RSession, type SessionDirs } from "./session.js";
+import { evalFrame } from "./protocol.js";
+import { RSession, type SessionDirs } from "./session.js";
 
 export interface REngineOptions {
   readonly config: RConfig;
@@ -29,7 +30,19 @@ export interface REngineOptions {
    * configuration's library); created when missing. Unset: R's default library path.
    */
   readonly library?: string;
+  /** Told what happens to the R server and its sessions (the service log and metrics listen). */
+  readonly onEvent?: (event: EngineEvent) => void;
 }
+
+/** What the engine tells its owner; facts only, never R code or what R prints. */
+export type EngineEvent =
+  | { readonly kind: "server-started"; readonly restart: boolean; readonly version: string }
+  | { readonly kind: "server-start-failed"; readonly restart: boolean; readonly error: string }
+  | { readonly kind: "server-stopped" }
+  | { readonly kind: "server-crashed"; readonly autoRestart: boolean }
+  | { readonly kind: "session-opened"; readonly id: string; readonly user: string }
+  | { readonly kind: "session-closed"; readonly id: string; readonly user: string }
+  | { readonly kind: "session-reaped"; readonly id: string; readonly user: string };
 
 export interface EngineStatus {
   readonly running: boolean;
@@ -93,8 +106,11 @@ export class REngine {
   /** Calls waiting for a start to end. */
   private readonly waiters = new Set<() => void>();
 
+  private readonly emit: (event: EngineEvent) => void;
+
   constructor(private readonly options: REngineOptions) {
     this.log = options.log;
+    this.emit = options.onEvent ?? (() => {});
     if (options.isolated) {
       const { first, last } = parseUidRange(options.config.sessionUids);
       this.uids = new UidPool(first, last);
@@ -129,9 +145,11 @@ export class REngine {
   private async launch(restarting: boolean): Promise<void> {
     this.starts++;
     try {
-      await this.serially(() => this.spawnServer());
+      const started = await this.serially(() => this.spawnServer());
+      if (started) this.emit({ kind: "server-started", restart: restarting, version: this.version });
       if (restarting) this.restartDelay = 1000;
     } catch (error) {
+      this.emit({ kind: "server-start-failed", restart: restarting, error: (error as Error).message });
       if (restarting && !this.closed && !this.running) {
         this.log.append(`R server restart failed: ${(error as Error).message}\n`);
         this.restartDelay = Math.min(this.restartDelay * 2, MAX_RESTART_DELAY_MS);
@@ -145,8 +163,9 @@ export class REngine {
     }
   }
 
-  private async spawnServer(): Promise<void> {
-    if (this.closed || this.running) return;
+  /** Whether a server was started (false: closed, or one runs already). */
+  private async spawnServer(): Promise<boolean> {
+    if (this.closed || this.running) return false;
     this.cancelRestart();
     await (this.cleaned ??= this.removeLeftovers());
     const tmpDir = join(this.options.dataDir, "rserver-tmp");
@@ -166,6 +185,7 @@ export class REngine {
     this.version = server.version;
     server.onExit(() => this.onServerExit(server));
     this.prepareSpare(server);
+    return true;
   }
 
   /** Stops the R server process and ends every session; nothing happens when it is stopped. */
@@ -179,6 +199,7 @@ export class REngine {
       this.wakeWaiters();
       await this.endAllSessions();
       await server?.stop();
+      if (server) this.emit({ kind: "server-stopped" });
       // Only now: a spare still forking is abandoned by the stop instead of being waited for.
       if (spare) await this.release(await spare.ready);
     });
@@ -367,7 +388,11 @@ export class REngine {
     const { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds } = this.options.config;
     const session = new RSession(id, subject, dirs, child, { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds }, () => this.dispose(fork));
     this.sessionsById.set(id, session);
-    session.onEnd(() => this.sessionsById.delete(id));
+    this.emit({ kind: "session-opened", id, user: subject });
+    session.onEnd(() => {
+      this.sessionsById.delete(id);
+      this.emit({ kind: "session-closed", id, user: subject });
+    });
     return session;
   }
 
@@ -484,7 +509,10 @@ export class REngine {
   private async closeIdleSessions(): Promise<void> {
     const limit = Date.now() - this.options.config.sessionTimeoutMinutes * 60_000;
     const idle = this.sessions().filter((s) => !s.busy && s.lastAccess.getTime() < limit);
-    for (const session of idle) this.log.append(`Closing idle R session ${session.id}\n`);
+    for (const session of idle) {
+      this.log.append(`Closing idle R session ${session.id}\n`);
+      this.emit({ kind: "session-reaped", id: session.id, user: session.subject });
+    }
     await Promise.all(idle.map((s) => s.end()));
   }
 
@@ -492,6 +520,7 @@ export class REngine {
     if (this.server !== server) return;
     this.server = undefined;
     this.log.append("R server process exited unexpectedly\n");
+    this.emit({ kind: "server-crashed", autoRestart: this.options.config.autoRestart && !this.closed });
     void this.endAllSessions();
     void this.dropSpare();
     if (this.options.config.autoRestart && !this.closed) this.scheduleRestart();
@@ -509,9 +538,12 @@ export class REngine {
     this.restartTimer = undefined;
   }
 
-  private serially(work: () => Promise<void>): Promise<void> {
+  private serially<T>(work: () => Promise<T>): Promise<T> {
     const next = this.transition.then(work);
-    this.transition = next.catch(() => undefined);
+    this.transition = next.then(
+      () => undefined,
+      () => undefined,
+    );
     return next;
   }
 }

@@ -6,14 +6,23 @@ import { fileURLToPath } from "node:url";
 import { RChild } from "./child.js";
 import { sessionEnvironment } from "./confine/environment.js";
 import { loopbackPeerUid } from "./confine/peer.js";
-import { encodeFrame, FrameReader, type Frame } from "./frame.js";
+import {
+  Answer,
+  decodeServerGreeting,
+  decodeSessionGreeting,
+  forkFrame,
+  FrameReader,
+  MAX_GREETING_PAYLOAD,
+  PING,
+  versionFrame,
+  type Frame,
+} from "./protocol.js";
 import { signalGroup, signalProcess } from "./signals.js";
 
 const WORKER_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "worker.R");
 const START_TIMEOUT_MS = 30_000;
 const FORK_TIMEOUT_MS = 15_000;
 const GREETING_TIMEOUT_MS = 10_000;
-const MAX_GREETING = 4096;
 
 export interface RServerOptions {
   readonly executable: string;
@@ -139,7 +148,7 @@ export class RServerProcess {
     child.stdin?.on("error", () => undefined);
     child.stdin?.end(`${port}\n${token}\n${options.isolated ? 1 : 0}\n${options.profile ?? ""}\n`);
     try {
-      const { socket, greeting } = await new Promise<{ socket: Socket; greeting: Greeting }>((resolve, reject) => {
+      const { socket, hello } = await new Promise<{ socket: Socket; hello: { version: string; pid: number } }>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error("R server did not start in time")), START_TIMEOUT_MS);
         const fail = (error: Error): void => {
           clearTimeout(timer);
@@ -148,28 +157,24 @@ export class RServerProcess {
         child.once("error", fail);
         child.once("exit", (code) => fail(new Error(`R server exited during start (code ${code})`)));
         listener.once("connection", (socket: Socket) => {
-          readGreeting(socket).then((greeting) => {
-            const [received, version, pid] = greeting.text.split("\n");
-            if ((greeting.type !== "S" && greeting.type !== "X") || !sameSecret(received ?? "", token)) {
+          readGreeting(socket).then(({ frame }) => {
+            const greeting = decodeServerGreeting(frame);
+            if (!greeting || !sameSecret(greeting.token, token)) {
               socket.destroy();
               fail(new Error("R server failed to authenticate"));
               return;
             }
-            if (greeting.type === "X") {
+            if (!greeting.ok) {
               socket.destroy();
-              fail(new Error(greeting.text.slice(greeting.text.indexOf("\n") + 1)));
+              fail(new Error(greeting.error));
               return;
             }
             clearTimeout(timer);
-            resolve({ socket, greeting: { ...greeting, text: `${version}\n${pid}` } });
+            resolve({ socket, hello: { version: greeting.version, pid: greeting.pid } });
           }, fail);
         });
       });
-      const [version, pid] = greeting.text.split("\n");
-      const server = new RServerProcess(options, listener, child, socket, {
-        version: version ?? "",
-        pid: Number(pid),
-      });
+      const server = new RServerProcess(options, listener, child, socket, hello);
       socket.resume();
       return server;
     } catch (error) {
@@ -214,22 +219,21 @@ export class RServerProcess {
         },
         reject: fail,
       });
-      const confined = identity ? `\0${identity.uid}\0${identity.gid}\0${identity.memoryBytes}\0${identity.processes}` : "";
-      const request = encodeFrame("F", Buffer.from(`${token}\0${workDir}\0${tmpDir}${confined}`, "utf8"));
+      const request = forkFrame(identity ? { token, workDir, tmpDir, identity } : { token, workDir, tmpDir });
       this.request(request).then((reply) => {
-        if (reply.type === "X") fail(new Error(`R server could not fork: ${reply.payload.toString("utf8")}`));
+        if (reply.type === Answer.error) fail(new Error(`R server could not fork: ${reply.payload.toString("utf8")}`));
       }, fail);
     });
   }
 
   /** Answers when the R server process reads and answers its socket. */
   async ping(): Promise<void> {
-    await this.request(encodeFrame("P"));
+    await this.request(PING);
   }
 
   /** R.version as JSON (a plain list) or as R serialization. */
   async versionValue(format: "json" | "rds"): Promise<Buffer> {
-    const reply = await this.request(encodeFrame("Q", Buffer.from(format === "rds" ? "r" : "j")));
+    const reply = await this.request(versionFrame(format));
     return reply.payload;
   }
 
@@ -267,10 +271,10 @@ export class RServerProcess {
 
   private greet(socket: Socket): void {
     readGreeting(socket)
-      .then(async (greeting) => {
-        const [token = "", pid] = greeting.text.split("\n");
-        const pending = this.forks.get(token);
-        if (!pending || (greeting.type !== "C" && greeting.type !== "O")) {
+      .then(async ({ frame, rest }) => {
+        const greeting = decodeSessionGreeting(frame);
+        const pending = greeting && this.forks.get(greeting.token);
+        if (!greeting || !pending) {
           socket.destroy();
           return;
         }
@@ -279,14 +283,14 @@ export class RServerProcess {
           socket.destroy();
           return;
         }
-        if (this.forks.get(token) !== pending) {
+        if (this.forks.get(greeting.token) !== pending) {
           socket.destroy();
           return;
         }
-        if (greeting.type === "C") pending.main = { socket, rest: greeting.rest, pid: Number(pid) };
-        else pending.out = { socket, rest: greeting.rest };
+        if (greeting.socket === "main") pending.main = { socket, rest, pid: greeting.pid };
+        else pending.out = { socket, rest };
         if (!pending.main || !pending.out) return;
-        this.forks.delete(token);
+        this.forks.delete(greeting.token);
         const child = new RChild(pending.main.pid, pending.main.socket, pending.out.socket, this.options.log);
         child.start(pending.main.rest, pending.out.rest);
         pending.resolve(child);
@@ -296,8 +300,7 @@ export class RServerProcess {
 }
 
 interface Greeting {
-  readonly type: string;
-  readonly text: string;
+  readonly frame: Frame;
   /** Bytes that followed the greeting frame. */
   readonly rest: Buffer | undefined;
 }
@@ -306,7 +309,7 @@ interface Greeting {
 function readGreeting(socket: Socket): Promise<Greeting> {
   socket.setNoDelay(true);
   return new Promise((resolve, reject) => {
-    let data = Buffer.alloc(0);
+    const reader = new FrameReader(MAX_GREETING_PAYLOAD);
     const timer = setTimeout(() => finish(new Error("no greeting")), GREETING_TIMEOUT_MS);
     const finish = (error: Error | undefined, greeting?: Greeting): void => {
       clearTimeout(timer);
@@ -319,16 +322,14 @@ function readGreeting(socket: Socket): Promise<Greeting> {
     };
     const onClose = (): void => finish(new Error("closed before greeting"));
     const onData = (chunk: Buffer): void => {
-      data = Buffer.concat([data, chunk]);
-      if (data.length < 5) return;
-      const end = 5 + data.readUInt32BE(1);
-      if (end > MAX_GREETING) return finish(new Error("greeting too large"));
-      if (data.length < end) return;
-      finish(undefined, {
-        type: String.fromCharCode(data[0]!),
-        text: data.subarray(5, end).toString("utf8"),
-        rest: data.length > end ? data.subarray(end) : undefined,
-      });
+      let frame: Frame | undefined;
+      try {
+        [frame] = reader.push(chunk, 1);
+      } catch {
+        // FrameReader throws only for a frame over its limit.
+        return finish(new Error("greeting too large"));
+      }
+      if (frame) finish(undefined, { frame, rest: reader.takeRest() });
     };
     socket.on("data", onData);
     socket.on("error", finish);

@@ -6,7 +6,7 @@ import type { Owner } from "./confine/as-owner.js";
 import { cpuSeconds } from "./confine/processes.js";
 import { sessionDate } from "./dates.js";
 import { rError } from "./errors.js";
-import { encodeFrame } from "./frame.js";
+import { assignFrame, evalFrame } from "./protocol.js";
 import type { ValueFormat } from "./negotiate.js";
 
 /** A session's folders: `work` (its working directory), `tmp` (its tempdir()), both inside `home`. */
@@ -39,27 +39,6 @@ interface Job {
   readonly run: () => Promise<void>;
   /** Called instead of `run` when the session ends first. */
   readonly drop: (reason: Error) => void;
-}
-
-const FORMAT_BYTE: Record<ValueFormat, Buffer> = { json: Buffer.from("j"), rds: Buffer.from("r") };
-const ASSIGN_SCRIPT = Buffer.from("x");
-const ASSIGN_RDATA = Buffer.from("r");
-
-/**
- * The request that evaluates `script` in a session process (also how the engine probes one). A live
- * evaluation streams what it prints and signals to an EventSink; any other prints to the console log.
- */
-export function evalFrame(script: Uint8Array, format: ValueFormat, live = false): Buffer {
-  return encodeFrame(live ? "L" : "E", FORMAT_BYTE[format], script);
-}
-
-function assignFrame(symbol: string, source: AssignSource): Buffer {
-  const name = Buffer.from(symbol, "utf8");
-  const length = Buffer.allocUnsafe(4);
-  length.writeUInt32BE(name.length);
-  return source.kind === "script"
-    ? encodeFrame("A", ASSIGN_SCRIPT, length, name, source.text)
-    : encodeFrame("A", ASSIGN_RDATA, length, name, source.bytes);
 }
 
 function assignScript(symbol: string, source: AssignSource): string {

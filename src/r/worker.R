@@ -2,7 +2,8 @@
 #
 # Node writes four lines on stdin (loopback port, secret token, 1 when sessions are isolated, the path
 # of the administrator's R profile or nothing), the server connects back and then answers control
-# frames. Every frame is: type (1 ASCII byte) + payload length (uint32, big endian) + payload.
+# frames. Every frame is: type (1 ASCII byte) + payload length (uint32, big endian) + payload. The
+# protocol (sockets, frames, markers, interrupts) is described at the top of src/r/protocol.ts.
 # Everything lives inside local() so that a session's global environment starts empty.
 #
 # The server itself runs as the service's user and runs no user code (the administrator's R profile
@@ -10,6 +11,39 @@
 # session's uid/gid (package `unix`) before it connects back, so no user code ever runs with the
 # server's rights.
 local({
+  # The protocol's letters and markers, named once: they mirror src/r/protocol.ts (Request, Answer,
+  # Greeting, Marker, FormatByte, SourceByte), and test/r/protocol.test.ts fails when they disagree.
+  request_eval <- "E"
+  request_live <- "L"
+  request_assign <- "A"
+  request_drain <- "D"
+  request_fork <- "F"
+  request_ping <- "P"
+  request_version <- "Q"
+  answer_value <- "V"
+  answer_error <- "X"
+  answer_message <- "M"
+  answer_warning <- "W"
+  answer_forked <- "F"
+  answer_pong <- "P"
+  greeting_server <- "S"
+  greeting_main <- "C"
+  greeting_output <- "O"
+  # NUL + a type byte: printed text can hold any other byte (cat("\001") prints byte 1) but never NUL,
+  # which R strings cannot contain.
+  marker_eval <- as.raw(c(0L, 0L))
+  marker_sync <- as.raw(c(0L, 1L))
+  marker_start <- as.raw(c(0L, 2L))
+  # The first byte of a payload: how a value is answered, and what an assignment assigns (R tests for
+  # rds and rdata only, anything else is json or a script).
+  format_json <- "j"
+  format_rds <- "r"
+  source_script <- "x"
+  source_rdata <- "r"
+  # R reads a socket 4096 bytes at a time: a request frame up to this size is taken in one read, even
+  # behind a drain frame (5 bytes). Node uses the same figure (ONE_READ).
+  one_read <- 4091L
+
   stdin_con <- file("stdin")
   open(stdin_con)
   boot <- readLines(stdin_con, n = 4L)
@@ -29,14 +63,6 @@ local({
   # R's default socket timeout (60 s) would end an idle session: wait for a year instead.
   forever <- 31536000L
   nul <- as.raw(0L)
-  # Markers on the output stream are NUL + a type byte: printed text can hold any other byte (cat("\001")
-  # prints byte 1) but never NUL, which R strings cannot contain.
-  eval_marker <- as.raw(c(0L, 0L))
-  sync_marker <- as.raw(c(0L, 1L))
-  start_marker <- as.raw(c(0L, 2L))
-  # R reads a socket 4096 bytes at a time: a request frame up to this size is taken in one read, even
-  # behind a drain frame (5 bytes). Node uses the same figure.
-  one_read <- 4091L
   # `early`: a SIGINT cut the wait for a request short, so it aimed at the request that comes next.
   state <- new.env()
   state$early <- FALSE
@@ -130,7 +156,7 @@ local({
     enc2utf8(as.character(json))
   }
 
-  encode_value <- function(x, format) if (format == "r") serialize(x, NULL) else as_json(x)
+  encode_value <- function(x, format) if (format == format_rds) serialize(x, NULL) else as_json(x)
 
   top_call <- quote(eval(expr, globalenv()))
 
@@ -153,8 +179,8 @@ local({
   }
 
   # The answer to a request: a RESULT or ERROR frame, behind the end marker for a live evaluation.
-  answer <- function(live, type, payload) list(marker = if (live) eval_marker, frame = frame_parts(type, payload))
-  failed <- function(live, text) answer(live, "X", text_raw(text))
+  answer <- function(live, type, payload) list(marker = if (live) marker_eval, frame = frame_parts(type, payload))
+  failed <- function(live, text) answer(live, answer_error, text_raw(text))
 
   # Evaluates `work` and returns its answer; an R error or an interrupt is left to serve(), which
   # answers it.
@@ -171,26 +197,26 @@ local({
   # `early` for it. For a larger request (`announce`) R says when it starts evaluating (the start
   # marker) and Node holds the SIGINT back until then.
   evaluate <- function(con, out, work, announce, live) {
-    if (announce || live) send(out, start_marker)
+    if (announce || live) send(out, marker_start)
     if (state$early) {
       state$early <- FALSE
       return(failed(live, "Error: evaluation interrupted"))
     }
     on_message <- if (live) function(m) {
-      send_marked(con, out, sync_marker, "M", text_raw(conditionMessage(m)))
+      send_marked(con, out, marker_sync, answer_message, text_raw(conditionMessage(m)))
       invokeRestart("muffleMessage")
     } else function(m) {
       cat(conditionMessage(m), file = out, sep = "")
       invokeRestart("muffleMessage")
     }
     on_warning <- if (live) function(w) {
-      send_marked(con, out, sync_marker, "W", text_raw(condition_text(w)))
+      send_marked(con, out, marker_sync, answer_warning, text_raw(condition_text(w)))
       invokeRestart("muffleWarning")
     } else function(w) {
       cat("Warning: ", condition_text(w), "\n", file = out, sep = "")
       invokeRestart("muffleWarning")
     }
-    answer(live, "V", allowInterrupts(withCallingHandlers(work(), message = on_message, warning = on_warning)))
+    answer(live, answer_value, allowInterrupts(withCallingHandlers(work(), message = on_message, warning = on_warning)))
   }
 
   # A SIGINT that arrived after the evaluation it aimed at had ended stays pending while interrupts
@@ -204,22 +230,22 @@ local({
     p <- frame$payload
     announce <- length(p) + 5L > one_read
     value_of_script <- function() encode_value(run_script(rawToChar(p[-1L])), rawToChar(p[1L]))
-    switch(frame$type,
-      E = evaluate(con, out, value_of_script, announce, FALSE),
-      L = evaluate(con, out, value_of_script, announce, TRUE),
-      A = {
-        kind <- rawToChar(p[1L])
-        n <- sum(as.integer(p[2:5]) * c(16777216, 65536, 256, 1))
-        symbol <- rawToChar(p[6:(5 + n)])
-        body <- if (length(p) > 5 + n) p[(6 + n):length(p)] else raw(0L)
-        evaluate(con, out, function() {
-          value <- if (kind == "r") unserialize(body) else run_script(rawToChar(body))
-          assign(symbol, value, envir = globalenv())
-          raw(0L)
-        }, announce, FALSE)
-      },
-      D = drain_interrupt(),
-      stop("unknown frame type ", frame$type))
+    type <- frame$type
+    if (type == request_eval || type == request_live) {
+      evaluate(con, out, value_of_script, announce, type == request_live)
+    } else if (type == request_assign) {
+      kind <- rawToChar(p[1L])
+      n <- sum(as.integer(p[2:5]) * c(16777216, 65536, 256, 1))
+      symbol <- rawToChar(p[6:(5 + n)])
+      body <- if (length(p) > 5 + n) p[(6 + n):length(p)] else raw(0L)
+      evaluate(con, out, function() {
+        value <- if (kind == source_rdata) unserialize(body) else run_script(rawToChar(body))
+        assign(symbol, value, envir = globalenv())
+        raw(0L)
+      }, announce, FALSE)
+    } else if (type == request_drain) {
+      drain_interrupt()
+    } else stop("unknown frame type ", type)
   }
 
   # Limits first (a lowered hard limit cannot be raised again by the uid), then the gid while still
@@ -248,8 +274,8 @@ local({
     if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) rm(".Random.seed", envir = globalenv())
     con <- connect("r+b")
     out <- connect("wb")
-    write_frame(con, "C", text_raw(paste0(token, "\n", Sys.getpid())))
-    write_frame(out, "O", text_raw(token))
+    write_frame(con, greeting_main, text_raw(paste0(token, "\n", Sys.getpid())))
+    write_frame(out, greeting_output, text_raw(token))
     sink(out)
     sink(out, type = "message")
     suspendInterrupts(serve(con, out))
@@ -289,7 +315,7 @@ local({
         if (is.null(frame)) FALSE
         else {
           step <- "eval"
-          live <- frame$type == "L"
+          live <- frame$type == request_live
           pending <- handle(con, out, frame)
           TRUE
         }
@@ -345,38 +371,40 @@ local({
 
   ctl <- connect("r+b")
   if (unix_missing) {
-    write_frame(ctl, "X", text_raw(paste0(server_token, "\n", paste(
+    write_frame(ctl, answer_error, text_raw(paste0(server_token, "\n", paste(
       "Isolated R sessions need the R package 'unix' (run as root: Rscript -e \"install.packages('unix')\")",
       "in one of the libraries", paste(.libPaths(), collapse = ", ")))))
     quit(save = "no", status = 3L)
   }
   if (!is.null(profile_error)) {
     cat(profile_error, "\n", sep = "", file = stderr())
-    write_frame(ctl, "X", text_raw(paste0(server_token, "\n", profile_error)))
+    write_frame(ctl, answer_error, text_raw(paste0(server_token, "\n", profile_error)))
     quit(save = "no", status = 4L)
   }
   version <- paste(R.version$major, R.version$minor, sep = ".")
-  write_frame(ctl, "S", text_raw(paste0(server_token, "\n", version, "\n", Sys.getpid())))
+  write_frame(ctl, greeting_server, text_raw(paste0(server_token, "\n", version, "\n", Sys.getpid())))
   cat("R server", version, "ready, pid", Sys.getpid(), "\n")
 
   repeat {
     frame <- read_frame(ctl)
     if (is.null(frame)) break
-    switch(frame$type,
-      F = {
-        args <- split_nul(frame$payload)
-        child <- tryCatch(
-          mcparallel({
-            close(ctl)
-            if (isolated) confine(as.integer(args[4L]), as.integer(args[5L]), as.numeric(args[6L]), as.numeric(args[7L]))
-            session(args[1L], args[2L], args[3L])
-          }, detached = TRUE),
-          error = function(e) e)
-        if (inherits(child, "error")) write_frame(ctl, "X", text_raw(conditionMessage(child)))
-        else write_frame(ctl, "F", text_raw(as.character(child$pid)))
-      },
-      P = write_frame(ctl, "P"),
-      Q = write_frame(ctl, "V", tryCatch(encode_value(if (rawToChar(frame$payload) == "r") R.version else unclass(R.version), rawToChar(frame$payload)), error = function(e) raw(0L))),
-      stop("unknown control frame ", frame$type))
+    type <- frame$type
+    if (type == request_fork) {
+      args <- split_nul(frame$payload)
+      child <- tryCatch(
+        mcparallel({
+          close(ctl)
+          if (isolated) confine(as.integer(args[4L]), as.integer(args[5L]), as.numeric(args[6L]), as.numeric(args[7L]))
+          session(args[1L], args[2L], args[3L])
+        }, detached = TRUE),
+        error = function(e) e)
+      if (inherits(child, "error")) write_frame(ctl, answer_error, text_raw(conditionMessage(child)))
+      else write_frame(ctl, answer_forked, text_raw(as.character(child$pid)))
+    } else if (type == request_ping) {
+      write_frame(ctl, answer_pong)
+    } else if (type == request_version) {
+      wanted <- rawToChar(frame$payload)
+      write_frame(ctl, answer_value, tryCatch(encode_value(if (wanted == format_rds) R.version else unclass(R.version), wanted), error = function(e) raw(0L)))
+    } else stop("unknown control frame ", type)
   }
 })

@@ -4,6 +4,7 @@ import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
 import type { ExecuteResponseSchema, RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { callerOf, hasAnyRole } from "../auth/caller.js";
+import { Channel } from "../channel.js";
 import type { EvalEvent } from "../r/child.js";
 import type { REngine } from "../r/engine.js";
 import { contentTypeOf, negotiate } from "../r/negotiate.js";
@@ -114,13 +115,10 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
       const script = requiredScript(req.script);
       const format = negotiate(req.accept);
-      const events: ExecuteEvent[] = [];
-      let wake: (() => void) | undefined;
-      const push = (event: ExecuteEvent): void => {
-        events.push(event);
-        wake?.();
-      };
-      let finished = false;
+      // Leaving (cancel, deadline) interrupts R through the signal, and ends the channel: stop waiting
+      // for its events too. Unbounded: R cannot be paused, so its events could only be dropped.
+      const events = new Channel<ExecuteEvent>({ signal: ctx.signal });
+      const push = (event: ExecuteEvent): void => void events.push(event);
       const sink = (event: EvalEvent): void => push({ event: { case: event.kind, value: event.text } });
       session.eval(script, format, sink, ctx.signal).then(
         (value) =>
@@ -131,22 +129,8 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
                 : { case: "json", value: fromJson(ValueSchema, JSON.parse(value.toString("utf8"))) },
           }),
         (error: unknown) => push({ event: { case: "error", value: ConnectError.from(error).rawMessage } }),
-      ).finally(() => {
-        finished = true;
-        wake?.();
-      });
-      // Leaving (cancel, deadline) interrupts R through the signal; stop waiting for its events too.
-      ctx.signal.addEventListener("abort", () => wake?.(), { once: true });
-      while (!ctx.signal.aborted) {
-        const event = events.shift();
-        if (event) {
-          yield event;
-          continue;
-        }
-        if (finished) return;
-        await new Promise<void>((resolve) => (wake = resolve));
-        wake = undefined;
-      }
+      ).finally(() => events.close());
+      yield* events;
     },
 
     async interruptSession(req, ctx) {

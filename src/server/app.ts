@@ -8,6 +8,9 @@ import { rpcAdapter } from "../edge/rpc-adapter.js";
 import { buildOpenApi } from "../openapi/document.js";
 import { withApiDocs } from "../openapi/docs-handler.js";
 import type { LimitsConfig } from "../config/config.js";
+import type { UserDirectory } from "../auth/users.js";
+import type { Registry } from "prom-client";
+import { withMetrics } from "./metrics-handler.js";
 import type { RegisteredService } from "../edge/service-registry.js";
 import { createHealth, Health } from "./health.js";
 import type { ServingState } from "./lifecycle.js";
@@ -29,6 +32,8 @@ export interface ServerOptions {
   readonly logger: Logger;
   /** What health reports: NOT_SERVING once a stop begins. */
   readonly serving: ServingState;
+  /** GET /metrics, for callers of `users` with a role that may read it. */
+  readonly metrics: { readonly registry: Registry; readonly users: UserDirectory };
 }
 
 /** The connection and request time bounds of the configuration. */
@@ -71,8 +76,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     contextValues: (req) => createContextValues().set(clientAddressKey, req.socket.remoteAddress),
     readMaxBytes: opts.maxBodyBytes,
     shutdownSignal: shutdown.signal,
-    // /openapi.json and /docs describe the table the edge serves; every other path goes to the edge.
-    fallback: withApiDocs(buildOpenApi(table), rest),
+    // /metrics, /openapi.json and /docs are not RPCs; every other path goes to the edge.
+    fallback: withMetrics(opts.metrics.registry, opts.metrics.users, onInternalError, withApiDocs(buildOpenApi(table), rest)),
     onHandlerError: onInternalError,
   });
   const streamedRpcs = streamingRpcPaths([...served, ReflectionV1, ReflectionV1Alpha]);

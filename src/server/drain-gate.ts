@@ -2,6 +2,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { ServiceLifecycle } from "./lifecycle.js";
 import { retryLater } from "./rest-hints.js";
+import { onStreamEnd } from "./stream-end.js";
 
 /** Which calls a stopping service still takes, and which ones it waits for. */
 export interface DrainPolicy {
@@ -51,44 +52,14 @@ export function drainGate(lifecycle: ServiceLifecycle, policy: DrainPolicy): Int
       const res = await next(req);
       if (!res.stream) return res;
       streaming = true;
-      return { ...res, message: whileIterated(res.message, end, () => cutShort(req.signal)) };
+      return { ...res, message: onStreamEnd(res.message, (how) => {
+          end();
+          return how === "gaveUp" ? undefined : cutShort(req.signal);
+        }) };
     } catch (error) {
       throw cutShort(req.signal) ?? error;
     } finally {
       if (!streaming) end();
     }
-  };
-}
-
-/**
- * `source`, calling `end` once when it is done, fails or is given up; `failure` may replace the end
- * of a stream cut short. An iterator object rather than a generator: a generator given up before its
- * first step would skip its `finally`.
- */
-function whileIterated<T>(source: AsyncIterable<T>, end: () => void, failure: () => Error | undefined): AsyncIterable<T> {
-  return {
-    [Symbol.asyncIterator](): AsyncIterator<T> {
-      const it = source[Symbol.asyncIterator]();
-      return {
-        async next() {
-          let r: IteratorResult<T>;
-          try {
-            r = await it.next();
-          } catch (error) {
-            end();
-            throw failure() ?? error;
-          }
-          if (!r.done) return r;
-          end();
-          const cut = failure();
-          if (cut) throw cut;
-          return r;
-        },
-        async return() {
-          end();
-          return (await it.return?.()) ?? { done: true, value: undefined };
-        },
-      };
-    },
   };
 }

@@ -24,7 +24,7 @@ export interface FolderServer {
 export async function startOnFolder(dataDir: string): Promise<FolderServer> {
   const base = defaults();
   const config: Config = { ...base, port: 0, host: "127.0.0.1", dataDir, users: USERS, r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() } };
-  const rock = await startRock(config, { logger: createLogger(true), announce: () => {} });
+  const rock = await startRock(config, { logger: createLogger({ level: "warn" }), announce: () => {} });
   return { url: `http://127.0.0.1:${rock.port}`, port: rock.port, stop: () => rock.close() };
 }
 

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import net from "node:net";
 import { RChild, type EvalEvent } from "../../src/r/child.js";
-import { encodeFrame } from "../../src/r/frame.js";
+import { encodeFrame } from "../../src/r/protocol.js";
 
 /**
  * The Node side of the session protocol against a peer that plays R over real loopback sockets, so

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { encodeFrame, FrameReader, type Frame } from "../../src/r/frame.js";
+import { encodeFrame, FrameReader, type Frame } from "../../src/r/protocol.js";
 
 const frame = (type: string, payload: Buffer): Frame => ({ type, payload });
 const plain = (frames: Frame[]) => frames.map((f) => ({ type: f.type, payload: Buffer.from(f.payload).toString("hex") }));

@@ -282,7 +282,7 @@ describe("R sessions are confined (service running as root)", function () {
       await chmod(file, 0o644);
       const base = defaults();
       const config = { ...base, port: 0, host: "127.0.0.1", dataDir: join(dir, "data"), configFile: file, r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() } };
-      const error = await startRock(config, { logger: createLogger(true), announce: () => {} }).then(
+      const error = await startRock(config, { logger: createLogger({ level: "warn" }), announce: () => {} }).then(
         async (rock) => {
           await rock.close();
           return undefined;

@@ -4,7 +4,7 @@ import path from "node:path";
 import { defaults } from "../../src/config/load.js";
 import type { Config, UserConfig } from "../../src/config/config.js";
 import { startRock, type Rock } from "../../src/compose.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger, type Logger } from "../../src/server/logger.js";
 import { testSessionUids } from "./uids.js";
 
 /** One user per role (the password is the user name), plus one without any role. */
@@ -37,6 +37,8 @@ export interface ConfigPatch {
   readonly auth?: Partial<Config["auth"]>;
   /** Certificate and key files: the server speaks HTTPS only and `url` is https. */
   readonly tls?: Config["tls"];
+  /** The service log; warnings and errors on stderr by default. */
+  readonly logger?: Logger;
 }
 
 /** A whole server on a free loopback port with a fresh data folder; `stop()` removes both. */
@@ -59,7 +61,7 @@ export async function startTestServer(patch: ConfigPatch = {}): Promise<TestServ
   };
   let rock: Rock;
   try {
-    rock = await startRock(config, { logger: createLogger(true), announce: () => {} });
+    rock = await startRock(config, { logger: patch.logger ?? createLogger({ level: "warn" }), announce: () => {} });
   } catch (e) {
     fs.rmSync(dataDir, { recursive: true, force: true });
     throw e;

@@ -1,0 +1,123 @@
+import type { DescMethod, Message } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Interceptor, type StreamRequest, type StreamResponse } from "@connectrpc/connect";
+import { callerKey } from "../auth/caller.js";
+import { restCallKey } from "../edge/call-context.js";
+import { codeName, httpStatusOf } from "../edge/errors.js";
+import { HTTP_CODE_HEADER } from "./rest-hints.js";
+import { onStreamEnd } from "./stream-end.js";
+
+export type Protocol = "rest" | "grpc" | "grpc-web" | "connect";
+
+/** One finished call, as the access log and the metrics see it: no header, no body, no credential. */
+export interface CallRecord {
+  readonly service: string;
+  readonly method: string;
+  readonly protocol: Protocol;
+  /** REST: the HTTP method and path, without the query (where a share key may travel). */
+  readonly request: string | undefined;
+  /** `ok` or the gRPC code's name (`permission_denied`). */
+  readonly code: string;
+  /** The HTTP status a REST call answered (201 and 204 included); undefined for the RPC protocols. */
+  readonly httpStatus: number | undefined;
+  readonly durationMs: number;
+  /** The authenticated caller's name, `anonymous` without one. */
+  readonly user: string;
+  /** The R session the request names, for RPCs that name one. */
+  readonly sessionId: string | undefined;
+  /** The request's declared Content-Length, when it has one. */
+  readonly bytesIn: number | undefined;
+}
+
+export interface CallObserverOptions {
+  /** Whether the request's `id` field is an R session id (RService's session calls). */
+  readonly namesSession: (method: DescMethod) => boolean;
+  readonly sinks: readonly ((record: CallRecord) => void)[];
+}
+
+/**
+ * The outermost interceptor: it times every call on every protocol and reports how it ended, so that a
+ * refusal by the drain gate or by auth is seen too. A stream is reported when it ends.
+ */
+export function callObserver(opts: CallObserverOptions): Interceptor {
+  const sessionCalls = new Map<DescMethod, boolean>();
+  const namesSession = (m: DescMethod): boolean => {
+    let v = sessionCalls.get(m);
+    if (v === undefined) sessionCalls.set(m, (v = opts.namesSession(m)));
+    return v;
+  };
+  return (next) => async (req) => {
+    const started = performance.now();
+    let sessionId: string | undefined;
+    const report = (error: unknown, header: Headers | undefined): void => {
+      const rest = req.contextValues.get(restCallKey);
+      const ce = error === undefined ? undefined : ConnectError.from(error);
+      const length = req.header.get("content-length");
+      const record: CallRecord = {
+        service: req.service.typeName,
+        method: req.method.name,
+        protocol: rest ? "rest" : protocolOf(req.header.get("content-type")),
+        request: rest ? `${req.requestMethod} ${pathOf(req.url)}` : undefined,
+        code: codeName(ce?.code),
+        httpStatus: !rest ? undefined : ce ? httpStatusOf(ce) : Number(header?.get(HTTP_CODE_HEADER) ?? 200),
+        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+        user: req.contextValues.get(callerKey)?.name ?? "anonymous",
+        sessionId,
+        bytesIn: length === null ? undefined : Number(length),
+      };
+      for (const sink of opts.sinks) sink(record);
+    };
+    const tracked = namesSession(req.method);
+    if (tracked && !req.stream) sessionId = idOf(req.message);
+    const request = tracked && req.stream ? { ...req, message: peek(req.message, (m) => (sessionId ??= idOf(m))) } : req;
+    let res;
+    try {
+      res = await next(request as typeof req);
+    } catch (error) {
+      report(error, undefined);
+      throw error;
+    }
+    if (!res.stream) {
+      report(undefined, res.header);
+      return res;
+    }
+    return { ...res, message: onStreamEnd(res.message, (how) => {
+        report(how === "gaveUp" ? new ConnectError("the client went away", Code.Canceled) : how?.error, res.header);
+        return undefined;
+      }) } as StreamResponse;
+  };
+}
+
+/** gRPC and gRPC-Web by their content types; whatever else the Connect router took is Connect. */
+function protocolOf(contentType: string | null): Protocol {
+  if (contentType?.startsWith("application/grpc-web")) return "grpc-web";
+  if (contentType?.startsWith("application/grpc")) return "grpc";
+  return "connect";
+}
+
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const q = url.indexOf("?", start);
+  return url.slice(start, q < 0 ? undefined : q);
+}
+
+function idOf(message: Message): string | undefined {
+  const id = (message as { id?: unknown }).id;
+  return typeof id === "string" && id !== "" ? id : undefined;
+}
+
+/** `source`, with `see` shown each message as it passes. */
+function peek(source: StreamRequest["message"], see: (m: Message) => void): StreamRequest["message"] {
+  return {
+    [Symbol.asyncIterator]() {
+      const it = source[Symbol.asyncIterator]();
+      return {
+        async next() {
+          const r = await it.next();
+          if (!r.done) see(r.value);
+          return r;
+        },
+        return: async () => (await it.return?.()) ?? { done: true, value: undefined },
+      };
+    },
+  };
+}

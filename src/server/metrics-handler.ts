@@ -1,0 +1,55 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+import type { Registry } from "prom-client";
+import { parseBasic } from "../auth/basic.js";
+import type { UserDirectory } from "../auth/users.js";
+import { restError, toRestError, type RestError } from "../edge/errors.js";
+
+type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
+interface Res {
+  writeHead(status: number, headers: Record<string, string>): unknown;
+  end(data?: string): unknown;
+}
+
+/** Who may read /metrics: they show the service's load and its users' activity. */
+const METRICS_ROLES = ["administrator", "manager"];
+
+/**
+ * GET /metrics (Prometheus text format) in front of `next`. Not an RPC, so the interceptors do not
+ * run: the same user directory checks the Basic credentials, with its failure throttle.
+ */
+export function withMetrics(registry: Registry, users: UserDirectory, onInternalError: (err: unknown) => void, next: NodeHandlerFn): NodeHandlerFn {
+  return (req, anyRes) => {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    if ((q < 0 ? url : url.slice(0, q)) !== "/metrics") return next(req, anyRes);
+    const res = anyRes as unknown as Res;
+    if (req.method !== "GET") {
+      return send(res, restError(Code.Unimplemented, `Method ${req.method} is not allowed here`, undefined, 405), { allow: "GET" });
+    }
+    authorize(req.headers.authorization, req.socket.remoteAddress, users)
+      .then(() => registry.metrics())
+      .then(
+        (text) => {
+          res.writeHead(200, { "content-type": registry.contentType, "content-length": String(Buffer.byteLength(text)), "cache-control": "no-store" });
+          res.end(text);
+        },
+        (err: unknown) => send(res, toRestError(err, onInternalError)),
+      );
+  };
+}
+
+async function authorize(header: string | undefined, clientAddress: string | undefined, users: UserDirectory): Promise<void> {
+  const credentials = parseBasic(header ?? null);
+  if (!credentials) throw new ConnectError("Authentication required", Code.Unauthenticated);
+  const caller = await users.authenticate(credentials.name, credentials.password, clientAddress);
+  if (!caller) throw new ConnectError("Bad credentials", Code.Unauthenticated);
+  if (!METRICS_ROLES.some((r) => caller.roles.has(r))) {
+    throw new ConnectError(`/metrics requires one of the roles: ${METRICS_ROLES.join(", ")}`, Code.PermissionDenied);
+  }
+}
+
+function send(res: Res, e: RestError, extra: Record<string, string> = {}): void {
+  res.writeHead(e.status, { ...e.headers, ...extra, "content-length": String(Buffer.byteLength(e.body)) });
+  res.end(e.body);
+}

@@ -1,0 +1,67 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
+import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import type { EngineEvent } from "../r/engine.js";
+import type { CallRecord } from "./call-observer.js";
+
+export interface MetricsSources {
+  /** R sessions now: open, and busy evaluating. */
+  readonly sessions: () => { readonly total: number; readonly busy: number };
+}
+
+/** RPCs that evaluate R code, and those that operate on packages (RService method names). */
+const EVALUATIONS = new Set(["Eval", "Execute"]);
+const PACKAGE_OPERATIONS = new Set(["ListPackages", "UpdatePackages", "RemovePackages", "InstallPackage", "InstallPackageStream", "GetPackage", "RemovePackage", "GetPackageSettings"]);
+/** Catalogue RPCs that only read; every other one writes. */
+const CATALOG_QUERY = /^(Get|List|Diff)/;
+/** From 1 ms (an empty eval) to a minute (a package install streams longer, and lands in +Inf). */
+const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * The service's Prometheus metrics, in a registry of its own (two services in one process, as in
+ * tests, do not share counters). Labels are bounded sets: service, method, protocol, code — never a
+ * session id, a path or a user.
+ */
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  private readonly calls = new Counter({ name: "rock_rpc_requests_total", help: "Calls by RPC, protocol and outcome", labelNames: ["service", "method", "protocol", "code"], registers: [this.registry] });
+  private readonly latency = new Histogram({ name: "rock_rpc_duration_seconds", help: "Call duration by RPC and protocol (streams: to their end)", labelNames: ["service", "method", "protocol"], buckets: SECONDS, registers: [this.registry] });
+  private readonly evaluations = new Counter({ name: "rock_r_evaluations_total", help: "R evaluations (Eval, Execute) by outcome", labelNames: ["code"], registers: [this.registry] });
+  private readonly evaluationTime = new Histogram({ name: "rock_r_evaluation_duration_seconds", help: "R evaluation duration, as the caller waited for it", buckets: SECONDS, registers: [this.registry] });
+  private readonly packages = new Counter({ name: "rock_r_package_operations_total", help: "Package operations by RPC and outcome", labelNames: ["method", "code"], registers: [this.registry] });
+  private readonly catalog = new Counter({ name: "rock_catalog_operations_total", help: "Catalogue calls by kind (query, write) and outcome", labelNames: ["kind", "code"], registers: [this.registry] });
+  private readonly bytesIn = new Counter({ name: "rock_request_bytes_total", help: "Request bytes declared by Content-Length (REST uploads included)", labelNames: ["protocol"], registers: [this.registry] });
+  private readonly serverStarts = new Counter({ name: "rock_r_server_starts_total", help: "R server starts; restart=true after a crash", labelNames: ["restart"], registers: [this.registry] });
+  private readonly serverCrashes = new Counter({ name: "rock_r_server_crashes_total", help: "R server exits nobody asked for", registers: [this.registry] });
+  private readonly sessionsOpened = new Counter({ name: "rock_r_sessions_opened_total", help: "R sessions opened", registers: [this.registry] });
+  private readonly sessionsReaped = new Counter({ name: "rock_r_sessions_reaped_total", help: "R sessions closed for being idle", registers: [this.registry] });
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    new Gauge({ name: "rock_r_sessions_open", help: "R sessions open", registers, collect() { this.set(sources.sessions().total); } });
+    new Gauge({ name: "rock_r_sessions_busy", help: "R sessions evaluating", registers, collect() { this.set(sources.sessions().busy); } });
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  readonly recordCall = (r: CallRecord): void => {
+    const seconds = r.durationMs / 1000;
+    this.calls.inc({ service: r.service, method: r.method, protocol: r.protocol, code: r.code });
+    this.latency.observe({ service: r.service, method: r.method, protocol: r.protocol }, seconds);
+    if (r.bytesIn !== undefined && r.bytesIn > 0) this.bytesIn.inc({ protocol: r.protocol }, r.bytesIn);
+    if (r.service === RService.typeName) {
+      if (EVALUATIONS.has(r.method)) {
+        this.evaluations.inc({ code: r.code });
+        this.evaluationTime.observe(seconds);
+      } else if (PACKAGE_OPERATIONS.has(r.method)) this.packages.inc({ method: r.method, code: r.code });
+    } else if (r.service === NetworkService.typeName) {
+      this.catalog.inc({ kind: CATALOG_QUERY.test(r.method) ? "query" : "write", code: r.code });
+    }
+  };
+
+  readonly recordEngine = (e: EngineEvent): void => {
+    if (e.kind === "server-started") this.serverStarts.inc({ restart: String(e.restart) });
+    else if (e.kind === "server-crashed") this.serverCrashes.inc();
+    else if (e.kind === "session-opened") this.sessionsOpened.inc();
+    else if (e.kind === "session-reaped") this.sessionsReaped.inc();
+  };
+}
