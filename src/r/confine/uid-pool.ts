@@ -1,11 +1,11 @@
 /**
  * The unprivileged uids isolated sessions run as (each with the gid of the same number). A uid is
  * handed out to one session at a time and comes back only after every process of it was ended and its
- * folders removed, so nothing of one session can reach the next that gets the uid.
+ * folders removed, so nothing of one session can reach the next that gets the uid. One whose
+ * processes could not be ended is simply never given back.
  */
 export class UidPool {
   private readonly free: number[] = [];
-  private readonly quarantined = new Set<number>();
 
   constructor(first: number, last: number) {
     // Handed out lowest first; released ones go to the back, so a uid rests as long as possible.
@@ -19,14 +19,5 @@ export class UidPool {
 
   give(uid: number): void {
     this.free.push(uid);
-  }
-
-  /** A uid whose processes could not all be ended: never handed out again by this service run. */
-  quarantine(uid: number): void {
-    this.quarantined.add(uid);
-  }
-
-  get available(): number {
-    return this.free.length;
   }
 }
