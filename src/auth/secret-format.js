@@ -15,7 +15,7 @@
  *   | { kind: "scrypt"; N: number; r: number; p: number; salt: Buffer; hash: Buffer }} StoredSecret
  */
 
-export const PREFIXES = ["{bcrypt}", "{pbkdf2}", "{scrypt}", "{noop}"];
+const PREFIXES = ["{bcrypt}", "{pbkdf2}", "{scrypt}", "{noop}"];
 
 /** Spring's Pbkdf2PasswordEncoder(): HMAC-SHA1, 185,000 iterations, hex of an 8-byte salt then a 32-byte hash. */
 export const PBKDF2 = { digest: "sha1", iterations: 185_000, saltBytes: 8, hashBytes: 32 };

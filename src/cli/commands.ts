@@ -5,7 +5,7 @@ import { loadConfig } from "../config/load.js";
 import { parseCommandLine, UsageError, type Command } from "./parse.js";
 import { readPassword } from "./password.js";
 
-export const USAGE = `Usage: rock-ts [--config FILE]
+const USAGE = `Usage: rock-ts [--config FILE]
        rock-ts hash-password
        rock-ts --help | --version
 

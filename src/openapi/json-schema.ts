@@ -100,7 +100,7 @@ function isImplicit(field: DescField): boolean {
 }
 
 /** A scalar as proto3 JSON writes it. */
-export function scalarSchema(type: ScalarType): Schema {
+function scalarSchema(type: ScalarType): Schema {
   switch (type) {
     case ScalarType.STRING:
       return { type: "string" };

@@ -98,7 +98,6 @@ export class REngine {
   private readonly uids: UidPool | undefined;
   /** Sessions being created, counted against the limits before they exist. */
   private readonly opening = new Map<string, number>();
-  private openingTotal = 0;
   /** Runs once, before the first start: what a previous run of the service left behind goes. */
   private cleaned: Promise<void> | undefined;
   /** Starts under way (queued or running); with a scheduled restart, calls that need R wait for them. */
@@ -296,11 +295,9 @@ export class REngine {
     const server = await this.serverFor(signal);
     this.checkLimits(subject);
     this.opening.set(subject, (this.opening.get(subject) ?? 0) + 1);
-    this.openingTotal++;
     try {
       return await this.openSession(server, subject);
     } finally {
-      this.openingTotal--;
       const n = (this.opening.get(subject) ?? 1) - 1;
       if (n > 0) this.opening.set(subject, n);
       else this.opening.delete(subject);
@@ -352,7 +349,7 @@ export class REngine {
   /** Sessions open and being opened, in total and for `subject`, against the configured limits. */
   private checkLimits(subject: string): void {
     const { maxSessions, maxSessionsPerUser } = this.options.config;
-    if (maxSessions > 0 && this.sessionsById.size + this.openingTotal >= maxSessions) {
+    if (maxSessions > 0 && this.sessionsById.size + sum(this.opening.values()) >= maxSessions) {
       throw tooManySessions(`Too many R sessions: the server's limit of ${maxSessions} open sessions is reached`);
     }
     if (maxSessionsPerUser > 0) {
@@ -556,4 +553,10 @@ async function availableMemoryKb(): Promise<number> {
   } catch {
     return -1;
   }
+}
+
+function sum(values: Iterable<number>): number {
+  let total = 0;
+  for (const v of values) total += v;
+  return total;
 }

@@ -80,10 +80,11 @@ export function callObserver(opts: CallObserverOptions): Interceptor {
       report(undefined, res.header);
       return res;
     }
-    return { ...res, message: onStreamEnd(res.message, (how) => {
-        report(how === "gaveUp" ? new ConnectError("the client went away", Code.Canceled) : how?.error, res.header);
-        return undefined;
-      }) } as StreamResponse;
+    const message = onStreamEnd(res.message, (how) => {
+      report(how === "gaveUp" ? new ConnectError("the client went away", Code.Canceled) : how?.error, res.header);
+      return undefined;
+    });
+    return { ...res, message } as StreamResponse;
   };
 }
 

@@ -52,10 +52,11 @@ export function drainGate(lifecycle: ServiceLifecycle, policy: DrainPolicy): Int
       const res = await next(req);
       if (!res.stream) return res;
       streaming = true;
-      return { ...res, message: onStreamEnd(res.message, (how) => {
-          end();
-          return how === "gaveUp" ? undefined : cutShort(req.signal);
-        }) };
+      const message = onStreamEnd(res.message, (how) => {
+        end();
+        return how === "gaveUp" ? undefined : cutShort(req.signal);
+      });
+      return { ...res, message };
     } catch (error) {
       throw cutShort(req.signal) ?? error;
     } finally {

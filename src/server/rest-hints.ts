@@ -26,7 +26,7 @@ export function errorWithBody(code: Code, message: string, body: unknown): Conne
 }
 
 /** How long a client told to come back later is asked to wait. */
-export const RETRY_AFTER_SECONDS = 5;
+const RETRY_AFTER_SECONDS = 5;
 
 /** 503 UNAVAILABLE with Retry-After: a passing state (R starting, the service stopping), not a fault. */
 export function retryLater(message: string): ConnectError {
