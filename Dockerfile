@@ -4,13 +4,16 @@
 #   test/docker/build-base.sh && \
 #   docker build --build-arg BASE=rock-ts-base:node20-bookworm -t rock-ts .   # without a registry
 #
-# Runs as root inside the container, with every capability dropped but the few that put each R session
-# under a uid of its own (see compose.yaml and README "Container"). Without root the service cannot
+# Runs as root inside the container, with every capability dropped but the six that put each R session
+# under a uid of its own: SETUID SETGID KILL CHOWN DAC_OVERRIDE FOWNER (see compose.yaml and README
+# "Container"); a start lacking one of them is refused, naming it. Without root the service cannot
 # isolate sessions, and ROCK_R_ISOLATION=required below makes it refuse to start rather than run them
 # unisolated.
 
-# Any Debian bookworm with Node 20+ in /usr/local/bin: the official slim image, or the local stand-in
-# test/docker/build-base.sh builds with debootstrap.
+# Any Debian bookworm with Node 20+ in /usr/local/bin: by default the official slim image from Docker
+# Hub; where no registry can be reached, the stand-in test/docker/build-base.sh builds with debootstrap
+# (debian:bookworm-slim's layout and dpkg excludes, this host's Node and npm), given as
+# --build-arg BASE=rock-ts-base:node20-bookworm (compose: ROCK_BASE).
 ARG BASE=node:20-bookworm-slim
 
 # ---- CRAN package `unix` (setuid/setgid and rlimits for sessions): compiled here, with R's headers

@@ -25,6 +25,7 @@ import { accessLog } from "./server/access-log.js";
 import { callObserver } from "./server/call-observer.js";
 import { engineLog } from "./server/engine-log.js";
 import { createLogger, type Logger } from "./server/logger.js";
+import { METRICS_OFF } from "./server/metrics-handler.js";
 import { ServiceMetrics } from "./server/metrics.js";
 import { readTlsCredentials } from "./server/tls.js";
 
@@ -83,7 +84,8 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       },
     });
     // After the engine: its gauges read it.
-    metrics = new ServiceMetrics({ sessions: () => sessionCounts(engine) });
+    if (config.metrics.enabled) metrics = new ServiceMetrics({ sessions: () => sessionCounts(engine) });
+    const callSinks = [...(config.log.level === "silent" ? [] : [accessLog(logger)]), ...(metrics ? [metrics.recordCall] : [])];
     cleanups.push(() => engine.close());
     const scratch = path.join(config.dataDir, "packages-tmp");
     fs.mkdirSync(scratch, { recursive: true });
@@ -115,7 +117,8 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
         registerService(NetworkService, createNetworkServiceHandlers(catalog), restStyleOf(NetworkService)),
       ],
       interceptors: [
-        callObserver({ namesSession: (m) => m.parent === RService && m.input.fields.some((f) => f.name === "id"), sinks: [accessLog(logger), metrics.recordCall] }),
+        // Nothing reads the calls with the log silent and metrics off: not even timed then.
+        ...(callSinks.length === 0 ? [] : [callObserver({ namesSession: (m) => m.parent === RService && m.input.fields.some((f) => f.name === "id"), sinks: callSinks })]),
         drainGate(lifecycle, drainPolicy),
         authInterceptor(users),
       ],
@@ -124,7 +127,8 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       timeouts: config.limits,
       logger,
       serving: lifecycle,
-      metrics: { registry: metrics.registry, users },
+      metrics: { registry: metrics?.registry ?? METRICS_OFF, users },
+      unaryFastPath: config.server.unaryFastPath,
     });
     cleanups.push(() => server.close());
     // Without R the catalogue still serves; /_check then answers 500 until R runs.

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { hashSecret } from "../auth/secrets.js";
 import type { Config } from "../config/config.js";
 import { loadConfig } from "../config/load.js";
+import { missingCapabilitiesMessage, missingIsolationCapabilities } from "./capabilities.js";
 import { parseCommandLine, UsageError, type Command } from "./parse.js";
 import { readPassword } from "./password.js";
 
@@ -67,12 +68,18 @@ export async function runCommandLine(argv: readonly string[], io: Streams = proc
       io.stdout.write(`${await hashSecret(password)}\n`);
       return exit(0);
     }
-    case "serve":
+    case "serve": {
+      let config: Config;
       try {
-        return { kind: "serve", config: loadConfig(command.configFile) };
+        config = loadConfig(command.configFile);
       } catch (e) {
         return fail(`configuration: ${(e as Error).message}`);
       }
+      // Root isolates sessions (r/confine/isolation.ts): refused here when it lacks what that takes.
+      const missing = process.getuid?.() === 0 ? missingIsolationCapabilities() : undefined;
+      if (missing !== undefined && missing.length > 0) return fail(missingCapabilitiesMessage(missing));
+      return { kind: "serve", config };
+    }
   }
 }
 

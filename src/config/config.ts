@@ -18,6 +18,7 @@ export interface Config {
   readonly auth: AuthConfig;
   readonly server: ServerConfig;
   readonly log: LogConfig;
+  readonly metrics: MetricsConfig;
 }
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -31,12 +32,22 @@ export interface LogConfig {
   readonly format: LogFormat;
 }
 
+export interface MetricsConfig {
+  /** false: no metric is kept and GET /metrics answers 404 (what the bench measures the metrics' cost against). */
+  readonly enabled: boolean;
+}
+
 export interface ServerConfig {
   /**
    * On SIGTERM or SIGINT, how long calls already running may take to finish before the service stops
    * anyway (see README "Stopping and starting"); <= 0: stop at once.
    */
   readonly drainSeconds: number;
+  /**
+   * Unary RPCs over gRPC, gRPC-Web and Connect are served by this server's own lean path (src/rpc/);
+   * false hands every RPC to Connect-ES (the reference the lean path is tested against).
+   */
+  readonly unaryFastPath: boolean;
 }
 
 /** Both set: the port speaks HTTPS only (h2 and http/1.1 by ALPN); both empty: cleartext only. */
@@ -104,6 +115,11 @@ export interface RConfig {
   readonly maxSessions: number;
   /** Sessions open at once per user; <= 0: no limit. */
   readonly maxSessionsPerUser: number;
+  /**
+   * Session processes kept forked ahead of demand, so that creating a session hands one over instead of
+   * forking; 0: none. Bounded by what r.maxSessions and the free uids of r.sessionUids leave.
+   */
+  readonly spareSessions: number;
   /** CPU time one evaluation may use before it is interrupted; <= 0: no limit. */
   readonly maxEvalCpuSeconds: number;
   /** After an interrupt the service sent, how long R has to come back before the session is killed. */

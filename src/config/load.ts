@@ -32,6 +32,7 @@ export function defaults(): Config {
       sessionProcesses: 64,
       maxSessions: 100,
       maxSessionsPerUser: 10,
+      spareSessions: 8,
       maxEvalCpuSeconds: 0,
       interruptGraceSeconds: 5,
       profile: "",
@@ -47,8 +48,9 @@ export function defaults(): Config {
       bodyIdleTimeoutSeconds: 60,
     },
     auth: { maxFailures: 10, failureWindowSeconds: 60, trackedClients: 10_000, hashWorkers: 0, hashQueue: 32 },
-    server: { drainSeconds: 30 },
+    server: { drainSeconds: 30, unaryFastPath: true },
     log: { level: "info", format: "json" },
+    metrics: { enabled: true },
   };
 }
 
@@ -247,6 +249,7 @@ function applyEnv(c: Config, env: Env): Config {
       sessionProcesses: num("ROCK_R_SESSION_PROCESSES", c.r.sessionProcesses),
       maxSessions: num("ROCK_R_MAX_SESSIONS", c.r.maxSessions),
       maxSessionsPerUser: num("ROCK_R_MAX_SESSIONS_PER_USER", c.r.maxSessionsPerUser),
+      spareSessions: num("ROCK_R_SPARE_SESSIONS", c.r.spareSessions),
       maxEvalCpuSeconds: num("ROCK_MAX_EVAL_CPU_SECONDS", c.r.maxEvalCpuSeconds),
       interruptGraceSeconds: num("ROCK_R_INTERRUPT_GRACE_SECONDS", c.r.interruptGraceSeconds),
       profile: resolvedOrEmpty(env.ROCK_R_PROFILE ?? c.r.profile),
@@ -275,8 +278,9 @@ function applyEnv(c: Config, env: Env): Config {
       hashWorkers: num("ROCK_AUTH_HASH_WORKERS", c.auth.hashWorkers),
       hashQueue: num("ROCK_AUTH_HASH_QUEUE", c.auth.hashQueue),
     },
-    server: { drainSeconds: num("ROCK_DRAIN_SECONDS", c.server.drainSeconds) },
+    server: { drainSeconds: num("ROCK_DRAIN_SECONDS", c.server.drainSeconds), unaryFastPath: bool("ROCK_UNARY_FAST_PATH", c.server.unaryFastPath) },
     log: { level: (env.ROCK_LOG_LEVEL ?? c.log.level) as LogLevel, format: (env.ROCK_LOG_FORMAT ?? c.log.format) as LogFormat },
+    metrics: { enabled: bool("ROCK_METRICS_ENABLED", c.metrics.enabled) },
   };
 }
 
@@ -306,12 +310,18 @@ function validate(c: Config): Config {
   if (!LOG_LEVELS.includes(c.log.level)) throw new Error(`log.level: expected one of ${LOG_LEVELS.join(", ")}, not '${c.log.level}'`);
   if (!LOG_FORMATS.includes(c.log.format)) throw new Error(`log.format: expected one of ${LOG_FORMATS.join(", ")}, not '${c.log.format}'`);
   if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535) throw new Error(`port: expected an integer from 0 to 65535, not ${c.port}`);
+  // A typo of a few zeros would otherwise fork that many R processes where nothing else bounds them.
+  if (!Number.isInteger(c.r.spareSessions) || c.r.spareSessions < 0 || c.r.spareSessions > MAX_SPARE_SESSIONS) {
+    throw new Error(`r.spareSessions: expected an integer from 0 to ${MAX_SPARE_SESSIONS}, not ${c.r.spareSessions}`);
+  }
   parseUidRange(c.r.sessionUids);
   // The R server reads the path as one line (worker.R).
   if (/[\r\n]/.test(c.r.profile)) throw new Error("r.profile: a file path on one line is expected");
   for (const key of TIMEOUTS) if (!(c.limits[key] > 0)) throw new Error(`limits.${key}: expected a number of seconds > 0`);
   return c;
 }
+
+const MAX_SPARE_SESSIONS = 100;
 
 /** Connection bounds: none may be turned off, a connection must always end. */
 const TIMEOUTS = ["idleTimeoutSeconds", "headersTimeoutSeconds", "requestTimeoutSeconds", "bodyIdleTimeoutSeconds"] as const;

@@ -1,20 +1,24 @@
 import type { DescMethod } from "@bufbuild/protobuf";
-import { createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { clientAddressKey } from "../auth/caller.js";
 
 export type CallContext = HandlerContext & {
-  /** Ends the call's signal (the client left, or the call is over) and unhooks it from shutdown. */
+  /** Ends the call's signal (the client left, or the call is over) and unhooks it from shutdown and the deadline. */
   abort(reason: unknown): void;
 };
 
 export interface CallContextInit {
   readonly method: DescMethod;
+  /** `rest`, or the RPC protocol (`grpc`, `grpc-web`, `connect`) as Connect-ES names it. */
+  readonly protocolName: string;
   readonly requestMethod: string;
   readonly url: string;
   readonly requestHeader: HeadersInit;
   readonly shutdownSignal: AbortSignal;
   /** The socket's remote address (what failed logins are counted by). */
   readonly clientAddress: string | undefined;
+  /** The client's deadline (grpc-timeout, connect-timeout-ms); the signal aborts DEADLINE_EXCEEDED when it passes. */
+  readonly timeoutMs?: number;
 }
 
 /** Set on calls the REST edge makes: interceptors see no protocol name, and REST's headers may look like Connect's. */
@@ -23,9 +27,10 @@ export const restCallKey = createContextKey(false, { description: "call made by 
 const noTimeout = (): undefined => undefined;
 
 /**
- * The HandlerContext of a REST call. Connect's createHandlerContext also builds a deadline signal and
- * links three signals per call, which REST (no timeout header) does not need and which costs more
- * than the rest of a small call: here one controller follows the shutdown signal.
+ * The HandlerContext of a call taken by this server's own transports (the REST edge, the unary fast
+ * path). Connect's createHandlerContext links three signals per call (deadline, request, shutdown),
+ * which costs more than the rest of a small call: here one controller follows the shutdown signal and,
+ * when the client set one, a timer for the deadline.
  */
 export function createCallContext(init: CallContextInit): CallContext {
   const controller = new AbortController();
@@ -33,21 +38,44 @@ export function createCallContext(init: CallContextInit): CallContext {
   const onShutdown = (): void => controller.abort(shutdown.reason);
   if (shutdown.aborted) onShutdown();
   else shutdown.addEventListener("abort", onShutdown, { once: true });
+  let timeoutMs: () => number | undefined = noTimeout;
+  let deadline: NodeJS.Timeout | undefined;
+  if (init.timeoutMs !== undefined) {
+    const at = Date.now() + init.timeoutMs;
+    timeoutMs = () => at - Date.now();
+    deadline = setTimeout(() => controller.abort(new ConnectError("the deadline passed", Code.DeadlineExceeded)), init.timeoutMs);
+  }
+  const rest = init.protocolName === "rest";
+  const values = createContextValues().set(clientAddressKey, init.clientAddress);
+  if (rest) values.set(restCallKey, true);
   return {
     method: init.method,
     service: init.method.parent,
     signal: controller.signal,
-    timeoutMs: noTimeout,
+    timeoutMs,
     requestMethod: init.requestMethod,
     requestHeader: new Headers(init.requestHeader),
     responseHeader: new Headers(),
     responseTrailer: new Headers(),
-    protocolName: "rest",
-    values: createContextValues().set(clientAddressKey, init.clientAddress).set(restCallKey, true),
+    protocolName: init.protocolName,
+    values,
     url: init.url,
     abort(reason) {
       shutdown.removeEventListener("abort", onShutdown);
+      clearTimeout(deadline);
       if (!controller.signal.aborted) controller.abort(reason);
     },
   };
+}
+
+/** Node's request headers as Connect takes them (it builds its own Headers from this), without HTTP/2 pseudo-headers. */
+export function nodeHeaders(h: Record<string, string | string[] | undefined>): [string, string][] {
+  const out: [string, string][] = [];
+  for (const k in h) {
+    if (k.charCodeAt(0) === 58 /* ':' */) continue;
+    const v = h[k];
+    if (Array.isArray(v)) for (const x of v) out.push([k, x]);
+    else if (v !== undefined) out.push([k, v]);
+  }
+  return out;
 }

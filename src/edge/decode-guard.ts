@@ -61,7 +61,17 @@ function isByteStream(body: unknown): body is AsyncIterable<Uint8Array> {
 
 async function* checkedBody(body: AsyncIterable<Uint8Array>, c: BodyCheck, lengthHint: string | null): AsyncGenerator<Uint8Array> {
   const limit = c.enveloped ? c.readMaxBytes + ENVELOPE_HEADER_BYTES : c.readMaxBytes;
-  const bytes = await readAllBytes(body, limit, c.enveloped ? null : lengthHint);
+  let head: Uint8Array | undefined;
+  const watched = (async function* () {
+    for await (const chunk of body) yield (head ??= chunk), chunk;
+  })();
+  const bytes = await readAllBytes(c.enveloped ? watched : body, limit, c.enveloped ? null : lengthHint).catch((e: unknown) => {
+    // The limit read here includes the envelope's header: the client is told what Connect-ES itself
+    // says of an envelope too large, the size its header declares.
+    if (!c.enveloped || !(e instanceof ConnectError) || e.code !== Code.ResourceExhausted) throw e;
+    const size = head !== undefined && head.length >= ENVELOPE_HEADER_BYTES ? ` ${new DataView(head.buffer, head.byteOffset).getUint32(1)}` : "";
+    throw new ConnectError(`message size${size} is larger than configured readMaxBytes ${c.readMaxBytes}`, Code.ResourceExhausted);
+  });
   const messages = c.enveloped ? envelopes(bytes) : [{ compressed: c.encoded, data: bytes }];
   for (const m of messages) {
     let data = m.data;

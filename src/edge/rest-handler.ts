@@ -1,18 +1,20 @@
 import type http from "node:http";
 import type http2 from "node:http2";
-import { create, type Message } from "@bufbuild/protobuf";
+import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import type { Interceptor } from "@connectrpc/connect";
 import { invokeUnaryImplementation, transformInvokeImplementation } from "@connectrpc/connect/protocol";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
-import { createCallContext, type CallContext } from "./call-context.js";
+import { createCallContext, nodeHeaders, type CallContext } from "./call-context.js";
 import { errorLine, restError, toRestError, type RestError } from "./errors.js";
 import { decodeRequest, isHttpBody, type RequestParts } from "./request-decoder.js";
 import { encodeUnary, ndjsonLine } from "./response-writer.js";
 import type { Route, RouteTable } from "./route-table.js";
+import { readWholeBody } from "./read-body.js";
 import { uploadMessages } from "./upload-stream.js";
 import { HTTP_CODE_HEADER } from "../server/rest-hints.js";
+import { observerIn, ResponseMeter, responseMeterKey, type CallObserver } from "../server/call-observer.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 /** What the edge needs of an HTTP/1 or HTTP/2 response (their write() signatures differ). */
@@ -49,36 +51,45 @@ const CALL_ENDED = new ConnectError("call ended", Code.Canceled);
 
 export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
   const interceptors = [...opts.interceptors];
+  const observer = observerIn(interceptors);
   return (req, anyRes) => {
-    const res = anyRes as unknown as Res;
+    const res = new MeteredResponse(anyRes as unknown as Res, req, observer);
     handle(req, res).catch((err) => {
+      res.refusal = err instanceof ConnectError ? err.code : Code.Internal;
       if (!res.headersSent) send(res, toRestError(err, opts.onInternalError));
       else res.destroy();
     });
   };
 
-  async function handle(req: Req, res: Res): Promise<void> {
+  async function handle(req: Req, res: MeteredResponse): Promise<void> {
     const rawUrl = req.url ?? "/";
     const q = rawUrl.indexOf("?");
     const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
     const httpMethod = req.method ?? "GET";
     const found = opts.table.lookup(httpMethod, path);
-    if (!found) return send(res, restError(Code.NotFound, `No resource at ${httpMethod} ${path}`));
+    if (!found) {
+      res.refusal = Code.NotFound;
+      return send(res, restError(Code.NotFound, `No resource at ${httpMethod} ${path}`));
+    }
     if (!("route" in found)) {
+      res.refusal = Code.Unimplemented;
       const e = restError(Code.Unimplemented, `Method ${httpMethod} is not allowed on ${path}`, undefined, 405);
       return send(res, { ...e, headers: { ...e.headers, allow: found.allowed.join(", ") } });
     }
     const { route, vars } = found;
+    res.rpc = route.spec.method;
     const host = (req.headers.host ?? req.headers[":authority"] ?? "localhost") as string;
     const baseUrl = `http://${host}`;
     const context = createCallContext({
       method: route.spec.method,
+      protocolName: "rest",
       requestMethod: httpMethod,
       url: baseUrl + rawUrl,
-      requestHeader: headerRecord(req.headers),
+      requestHeader: nodeHeaders(req.headers),
       shutdownSignal: opts.shutdownSignal,
       clientAddress: req.socket.remoteAddress,
     });
+    context.values.set(responseMeterKey, res.meter);
     const parts: RequestParts = {
       vars,
       query: q < 0 ? undefined : new URLSearchParams(rawUrl.slice(q + 1)),
@@ -161,6 +172,86 @@ export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
   }
 }
 
+/**
+ * The response as the edge writes it, counted for the access log and the metrics: its status and body
+ * bytes. Finished when its body ends, it is destroyed or its connection closes; a request the edge
+ * answered without running its RPC (no route, 405, a body too large or that does not decode) is then
+ * reported to the call observer as refused, since the interceptors never saw it.
+ */
+class MeteredResponse implements Res {
+  readonly meter = new ResponseMeter();
+  private readonly started = performance.now();
+  private status = 0;
+  private finished = false;
+  /** The RPC the request was routed to, once known. */
+  rpc: DescMethod | undefined;
+  /** The code of the edge's error answer, when it gave one. */
+  refusal: Code | undefined;
+
+  constructor(private readonly res: Res, private readonly req: Req, private readonly observer: CallObserver | undefined) {
+    res.once("close", () => this.finish());
+  }
+
+  get headersSent(): boolean {
+    return this.res.headersSent;
+  }
+
+  writeHead(status: number, headers: Record<string, string>): unknown {
+    this.status = status;
+    return this.res.writeHead(status, headers);
+  }
+
+  write(chunk: string | Uint8Array): boolean {
+    this.meter.bytesOut += byteLength(chunk);
+    return this.res.write(chunk);
+  }
+
+  end(data?: string | Uint8Array): unknown {
+    if (data !== undefined) this.meter.bytesOut += byteLength(data);
+    const r = this.res.end(data);
+    this.finish();
+    return r;
+  }
+
+  destroy(): unknown {
+    const r = this.res.destroy();
+    this.finish();
+    return r;
+  }
+
+  once(event: "close" | "drain", fn: () => void): unknown {
+    return this.res.once(event, fn);
+  }
+
+  off(event: "close" | "drain", fn: () => void): unknown {
+    return this.res.off(event, fn);
+  }
+
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.meter.finish();
+    if (!this.observer || this.meter.observed) return;
+    const url = this.req.url ?? "/";
+    const q = url.indexOf("?");
+    const length = this.req.headers["content-length"];
+    this.observer.refused({
+      method: this.rpc,
+      protocol: "rest",
+      request: `${this.req.method ?? "GET"} ${q < 0 ? url : url.slice(0, q)}`,
+      code: this.refusal ?? Code.Unknown,
+      httpStatus: this.status === 0 ? undefined : this.status,
+      started: this.started,
+      bytesIn: length === undefined ? undefined : Number(length),
+      bytesOut: this.meter.bytesOut,
+    });
+  }
+}
+
+function byteLength(chunk: string | Uint8Array): number {
+  return typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength;
+}
+
 function send(res: Res, e: RestError): void {
   if (res.headersSent) return void res.destroy();
   sendUnary(res, { status: e.status, headers: e.headers, body: { data: e.body } });
@@ -195,64 +286,15 @@ function contentTypeOf(req: Req): string {
   return (req.headers["content-type"] as string | undefined) ?? "";
 }
 
-/** Node's headers as Connect takes them (it builds its own Headers from this). */
-function headerRecord(h: http.IncomingHttpHeaders): [string, string][] {
-  const out: [string, string][] = [];
-  for (const k in h) {
-    if (k.charCodeAt(0) === 58 /* ':' pseudo-headers of HTTP/2 */) continue;
-    const v = h[k];
-    if (Array.isArray(v)) for (const x of v) out.push([k, x]);
-    else if (v !== undefined) out.push([k, v]);
-  }
-  return out;
-}
-
-/**
- * The whole body of a non-upload request, up to `limit` bytes. Listens to the stream's events rather
- * than iterating it: an async iterator over the request costs more than the rest of a small call.
- * Routes without a body skip reading what a client may still send.
- */
+/** The whole body of a non-upload request; routes without a body skip reading what a client may still send. */
 function readBody(req: Req, route: Route, limit: number): Promise<Buffer | undefined> {
   if (!route.bodyField) {
     req.resume();
     return Promise.resolve(undefined);
   }
-  const declared = Number(req.headers["content-length"] ?? NaN);
-  if (declared > limit) return Promise.reject(tooLarge(req, limit));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const settle = (): void => {
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onFail);
-      req.off("close", onFail);
-    };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size <= limit) return void chunks.push(chunk);
-      settle();
-      reject(tooLarge(req, limit));
-    };
-    const onEnd = (): void => {
-      settle();
-      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
-    };
-    // An error here is the client's connection ending early ("aborted"), not a fault of the server.
-    const onFail = (): void => {
-      settle();
-      reject(new ConnectError("client went away before sending the whole body", Code.Canceled));
-    };
-    req.on("data", onData);
-    req.once("end", onEnd);
-    req.once("error", onFail);
-    req.once("close", onFail);
-  });
+  return readWholeBody(req, limit, () => tooLarge(limit));
 }
 
-function tooLarge(req: Req, limit: number): ConnectError {
-  // The rest of the body is read and dropped while the 413 goes out: a socket closed with unread
-  // bytes is reset, and the client may lose the answer. The listener bounds how long this may take.
-  req.resume();
+function tooLarge(limit: number): ConnectError {
   return new ConnectError(`Request body exceeds the limit of ${limit} bytes`, Code.ResourceExhausted, { [HTTP_CODE_HEADER]: "413" });
 }

@@ -1,4 +1,4 @@
-import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import {
   compressionBrotli,
@@ -7,7 +7,12 @@ import {
   universalResponseToNodeResponse,
   type ConnectNodeAdapterOptions,
 } from "@connectrpc/connect-node";
+import type http2 from "node:http2";
 import { guardUnaryDecoding, streamDecodeErrors } from "./decode-guard.js";
+import { ResponseMeter, responseMeterKey } from "../server/call-observer.js";
+import { encodeGrpcMessage } from "../rpc/grpc-message.js";
+import { answerUnknownMethod } from "../rpc/unary-fast-path.js";
+import { dropUnreadBody } from "./read-body.js";
 
 type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 
@@ -35,13 +40,50 @@ export function rpcAdapter(options: RpcAdapterOptions): NodeHandlerFn {
     const url = req.url ?? "";
     const q = url.indexOf("?");
     const handler = handlers.get(q < 0 ? url : url.slice(0, q));
-    if (!handler) return options.fallback(req, res);
-    handler(universalRequestFromNodeRequest(req, res, undefined, options.contextValues?.(req)))
-      .then((answer) => universalResponseToNodeResponse(answer, res))
+    if (!handler) return void (answerUnknownMethod(req, res as http2.Http2ServerResponse) || options.fallback(req, res));
+    if (req.httpVersionMajor === 2) specEncodedGrpcMessage(res as http2.Http2ServerResponse);
+    // The call's record (access line, metrics) waits for what was written of the answer.
+    const meter = new ResponseMeter();
+    res.once("close", () => meter.finish());
+    const values = (options.contextValues?.(req) ?? createContextValues()).set(responseMeterKey, meter);
+    handler(universalRequestFromNodeRequest(req, res, undefined, values))
+      .then((answer) => {
+        // A unary handler has read all it will of the request once it answers (a refusal, partly).
+        if (handler.method.methodKind === "unary") dropUnreadBody(req);
+        return universalResponseToNodeResponse(answer.body ? { ...answer, body: metered(answer.body, meter) } : answer, res);
+      })
       .catch((reason: unknown) => {
         // A response the listener already ended (408 to a body that did not come) leaves Connect
         // nothing to write: not a fault.
         if (ConnectError.from(reason).code !== Code.Aborted && !res.writableEnded) options.onHandlerError(reason);
       });
   };
+}
+
+/**
+ * Connect-ES percent-encodes grpc-message with encodeURIComponent; grpc-js decodes it with decodeURI,
+ * so a client would read `%2F` for `/`. Re-encoded as the gRPC spec says, both read it verbatim.
+ */
+function specEncodedGrpcMessage(res: http2.Http2ServerResponse): void {
+  const addTrailers = res.addTrailers.bind(res);
+  res.addTrailers = (trailers) => {
+    const message = trailers["grpc-message"];
+    if (typeof message === "string") trailers["grpc-message"] = encodeGrpcMessage(decodeURIComponent(message));
+    addTrailers(trailers);
+  };
+}
+
+/**
+ * `body` with its bytes counted into `meter`, finished once the body was handed over whole: before its
+ * end is written, so that the call's record is out before the client can have the answer.
+ */
+async function* metered(body: AsyncIterable<Uint8Array>, meter: ResponseMeter): AsyncIterable<Uint8Array> {
+  try {
+    for await (const chunk of body) {
+      meter.bytesOut += chunk.byteLength;
+      yield chunk;
+    }
+  } finally {
+    meter.finish();
+  }
 }

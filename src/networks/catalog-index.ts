@@ -1,6 +1,7 @@
 import { FieldIndex } from "./field-index.js";
 import type { NetworkRecord } from "./model.js";
 import type { IndexEntry } from "./search-entry.js";
+import { SortedChunks } from "./sorted-keys.js";
 import { fold } from "./text.js";
 import { WordIndex } from "./word-index.js";
 
@@ -38,38 +39,33 @@ export function sortKeyOf(sort: string): SortKey | undefined {
   };
 }
 
-function sameStrings(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
 interface Slot {
   readonly key: string | undefined;
   readonly id: string;
 }
 
 /**
- * Every network's id in one list order, kept sorted across writes by binary removal and insertion
- * (a write costs two splices, not a re-sort at the next list). Documents without a value for the
- * key come last in both directions; ties go by id.
+ * Every network's id in one list order, kept sorted across writes by insertion and removal (a write
+ * costs a removal and an insertion in one chunk, not a re-sort at the next list). Documents without
+ * a value for the key come last in both directions; ties go by id.
  */
 export class SortedOrder {
-  private readonly slots: Slot[];
+  private readonly slots: SortedChunks<Slot>;
 
   constructor(
     private readonly keyOf: SortKey,
     private readonly descending: boolean,
     records: Iterable<NetworkRecord>,
   ) {
-    this.slots = [...records].map((r) => this.slotOf(r)).sort((a, b) => this.compare(a, b));
+    const sorted = [...records].map((r) => this.slotOf(r)).sort((a, b) => this.compare(a, b));
+    this.slots = new SortedChunks((a, b) => this.compare(a, b), sorted);
   }
 
   private slotOf(record: NetworkRecord): Slot {
     return { key: this.keyOf(record), id: record.document.id };
   }
 
-  compare(a: Slot, b: Slot): number {
+  private compare(a: Slot, b: Slot): number {
     if (a.key !== b.key) {
       if (a.key === undefined) return 1;
       if (b.key === undefined) return -1;
@@ -78,26 +74,13 @@ export class SortedOrder {
     return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
   }
 
-  private position(slot: Slot): number {
-    let lo = 0;
-    let hi = this.slots.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.compare(this.slots[mid]!, slot) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
   add(record: NetworkRecord): void {
-    const slot = this.slotOf(record);
-    this.slots.splice(this.position(slot), 0, slot);
+    this.slots.insert(this.slotOf(record));
   }
 
   /** `record` must be the one that was added: its key locates the slot. */
   remove(record: NetworkRecord): void {
-    const i = this.position(this.slotOf(record));
-    if (this.slots[i]?.id === record.document.id) this.slots.splice(i, 1);
+    this.slots.remove(this.slotOf(record));
   }
 
   /** `before` (the record that was added) becomes `after` (same id): moved only if its key changed. */
@@ -106,22 +89,23 @@ export class SortedOrder {
     const key = this.keyOf(after);
     if (key === old) return;
     const id = after.document.id;
-    const i = this.position({ key: old, id });
-    if (this.slots[i]?.id === id) this.slots.splice(i, 1);
-    const slot = { key, id };
-    this.slots.splice(this.position(slot), 0, slot);
+    this.slots.remove({ key: old, id });
+    this.slots.insert({ key, id });
   }
 
   /** Ids in order. */
   *ids(): Generator<string> {
-    for (const s of this.slots) yield s.id;
+    for (const s of this.slots.from()) yield s.id;
   }
-
 }
 
 // Each distinct sort (per language, per direction) keeps a whole order; a bound keeps callers from
 // growing them without limit with made-up languages. The least recently used one goes first.
 const MAX_ORDERS = 16;
+
+function* entriesOf(mirror: ReadonlyMap<string, Indexed>): Generator<IndexEntry> {
+  for (const item of mirror.values()) yield item.entry;
+}
 
 /** One committed change of the mirror for one id: absent `before` is a creation, absent `after` a removal. */
 interface Change {
@@ -130,9 +114,9 @@ interface Change {
 }
 
 /**
- * Everything the list looks up instead of visiting every network: full-text words, field values,
- * the list filters, studies and list orders. It is derived from the mirror only (never stored), is
- * told of each committed change of the mirror, and can be rebuilt from it at any time.
+ * Everything the list looks up instead of visiting every network: full-text words, field values
+ * (studies among them), the list filters and list orders. It is derived from the mirror only (never
+ * stored), is told of each committed change of the mirror, and can be rebuilt from it at any time.
  *
  * A change is applied at the latest before the index is next read: every read (the `words` and
  * `fields` lookups, filters, studies, orders) first applies what is pending, so a reader always sees
@@ -144,7 +128,6 @@ export class CatalogIndex {
   private readonly wordIndex = new WordIndex();
   private readonly fieldIndex: FieldIndex;
   private readonly filters = new Map<ListFilter, Set<string>>(FILTER_NAMES.map((f) => [f, new Set<string>()]));
-  private readonly studies = new Map<string, Set<string>>();
   private readonly orders = new Map<string, SortedOrder>();
   /** Committed changes not applied yet, oldest first. */
   private pending: Change[] = [];
@@ -155,7 +138,7 @@ export class CatalogIndex {
   };
 
   constructor(private readonly mirror: ReadonlyMap<string, Indexed>) {
-    this.fieldIndex = new FieldIndex((id) => mirror.get(id)?.entry);
+    this.fieldIndex = new FieldIndex(() => entriesOf(mirror));
   }
 
   /** Full-text words (pending changes applied first). */
@@ -198,11 +181,6 @@ export class CatalogIndex {
     this.wordIndex.add(id, entry.words);
     this.fieldIndex.add(entry);
     for (const f of FILTER_NAMES) if (FILTERS[f](record)) this.filters.get(f)!.add(id);
-    for (const s of record.document.studyIds) {
-      let set = this.studies.get(s);
-      if (!set) this.studies.set(s, (set = new Set()));
-      set.add(id);
-    }
     for (const order of this.orders.values()) order.add(record);
   }
 
@@ -211,19 +189,14 @@ export class CatalogIndex {
     const id = record.document.id;
     this.wordIndex.remove(id, entry.words);
     this.fieldIndex.remove(entry);
-    for (const set of this.filters.values()) set.delete(id);
-    for (const s of record.document.studyIds) {
-      const set = this.studies.get(s);
-      set?.delete(id);
-      if (set?.size === 0) this.studies.delete(s);
-    }
+    for (const f of FILTER_NAMES) if (FILTERS[f](record)) this.filters.get(f)!.delete(id);
     for (const order of this.orders.values()) order.remove(record);
   }
 
   /**
    * `before` (the very item that was added for its id) is replaced by `after`, a newer version of the
    * same network: what did not change is not touched (the words of an unchanged document, the values
-   * of unchanged fields, the studies, the orders whose key is the same).
+   * of unchanged fields, the filters it stays in or out of, the orders whose key is the same).
    */
   private replace(before: Indexed | undefined, after: Indexed): void {
     if (!before) return this.add(after);
@@ -232,24 +205,10 @@ export class CatalogIndex {
     this.wordIndex.replace(id, before.entry.words, entry.words);
     this.fieldIndex.replace(before.entry, entry);
     for (const f of FILTER_NAMES) {
-      if (FILTERS[f](record)) this.filters.get(f)!.add(id);
+      const is = FILTERS[f](record);
+      if (is === FILTERS[f](before.record)) continue;
+      if (is) this.filters.get(f)!.add(id);
       else this.filters.get(f)!.delete(id);
-    }
-    const was = before.record.document.studyIds;
-    const is = record.document.studyIds;
-    if (was !== is && !sameStrings(was, is)) {
-      const kept = new Set(is);
-      for (const s of was) {
-        if (kept.has(s)) continue;
-        const set = this.studies.get(s);
-        set?.delete(id);
-        if (set?.size === 0) this.studies.delete(s);
-      }
-      for (const s of is) {
-        let set = this.studies.get(s);
-        if (!set) this.studies.set(s, (set = new Set()));
-        set.add(id);
-      }
     }
     for (const order of this.orders.values()) order.replace(before.record, record);
   }
@@ -260,7 +219,6 @@ export class CatalogIndex {
     this.wordIndex.clear();
     this.fieldIndex.clear();
     for (const set of this.filters.values()) set.clear();
-    this.studies.clear();
     this.orders.clear();
     for (const item of this.mirror.values()) this.add(item);
   }
@@ -271,10 +229,9 @@ export class CatalogIndex {
     return filter === "ALL" ? undefined : this.filters.get(filter)!;
   }
 
-  /** Ids of the networks listing `study`. */
+  /** Ids of the networks listing `study`: the `studyIds` values of their entries are their studies. */
   withStudy(study: string): ReadonlySet<string> {
-    this.flush();
-    return this.studies.get(study) ?? new Set();
+    return this.fields.withValues("studyIds", [study]);
   }
 
   /** The maintained order for a sort (validated by the caller), created at its first use. */

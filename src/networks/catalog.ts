@@ -130,18 +130,21 @@ export class NetworkCatalog {
     return record;
   }
 
+  private taken(id: string): boolean {
+    return this.mirror.has(id) || this.reserved.has(id);
+  }
+
   private claimId(input: NetworkInput): string {
-    const taken = (id: string) => this.mirror.has(id) || this.reserved.has(id);
     if (input.id) {
       if (!isValidId(input.id)) throw new ConnectError(`Invalid network id: ${JSON.stringify(excerpt(input.id))}`, Code.InvalidArgument);
-      if (taken(input.id)) throw new ConnectError(`Network already exists: ${input.id}`, Code.AlreadyExists);
+      if (this.taken(input.id)) throw new ConnectError(`Network already exists: ${input.id}`, Code.AlreadyExists);
       return input.id;
     }
     const name = normalizeDocument(input, "").name;
     const acronym = input.acronym?.some((a) => a.value !== "") ? input.acronym : acronymFromName(name);
     const base = baseId([...acronym].filter((a) => a.value !== "").sort((a, b) => (a.lang < b.lang ? -1 : a.lang > b.lang ? 1 : 0)));
     if (base === "") throw new ConnectError("Cannot derive an id from the acronym or name", Code.InvalidArgument);
-    return firstFreeId(base, taken);
+    return firstFreeId(base, (id) => this.taken(id));
   }
 
   async create(input: NetworkInput, author: string, comment?: string): Promise<NetworkRecord> {

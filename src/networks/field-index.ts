@@ -9,6 +9,11 @@ import { fold } from "./text.js";
  * Values are keyed by their text form (`String(v)`) because that is exactly how queries compare a
  * value with a query argument of another type (see `same` in search-query.ts): `5`, `"5"` meet, and
  * so do `null` and `"null"`. It holds only what the entries say, so it can always be rebuilt from them.
+ *
+ * The ids per value of a path are built at the first lookup that needs them, from the entries, and
+ * kept from then on. Every value of every network is a field here (a dozen for a small model, one per
+ * leaf of a large one), and each kept value costs a hash insertion per write; the paths that queries
+ * ask for are few. `studyIds`, which the list's `study` parameter reads, is kept from the start.
  */
 
 /** The folded (lower case, unaccented) text of the non-null values, as `like` compares them. */
@@ -18,10 +23,15 @@ function foldedKeys(values: readonly IndexScalar[]): Set<string> {
   return out;
 }
 
-class PathIndex {
-  constructor(readonly field: string) {}
+const BUILT_FROM_THE_START = new Set(["studyIds"]);
 
-  readonly byValue: Postings = new Map();
+class PathIndex {
+  constructor(readonly field: string) {
+    if (BUILT_FROM_THE_START.has(field)) this.byValue = new Map();
+  }
+
+  /** Ids per value text; undefined until a lookup needs them (see FieldIndex.byValueOf). */
+  byValue: Postings | undefined;
   /** How many ids have at least one value at this path (the path is dropped at 0). */
   count = 0;
   /**
@@ -41,7 +51,7 @@ class PathIndex {
     if (values.length === 0) return;
     this.count++;
     this.present?.add(id);
-    for (const v of values) addTo(this.byValue, String(v), id);
+    if (this.byValue) for (const v of values) addTo(this.byValue, String(v), id);
     if (this.folded) for (const k of foldedKeys(values)) if (addTo(this.folded, k, id)) this.foldedOrder.added(k);
   }
 
@@ -49,7 +59,7 @@ class PathIndex {
     if (values.length === 0) return;
     this.count--;
     this.present?.delete(id);
-    for (const v of values) removeFrom(this.byValue, String(v), id);
+    if (this.byValue) for (const v of values) removeFrom(this.byValue, String(v), id);
     if (this.folded) for (const k of foldedKeys(values)) if (removeFrom(this.folded, k, id)) this.foldedOrder.removed(k);
   }
 
@@ -57,22 +67,25 @@ class PathIndex {
   replace(id: string, before: readonly IndexScalar[], after: readonly IndexScalar[]): void {
     if (before.length === 0) return this.add(id, after);
     if (after.length === 0) return this.remove(id, before);
-    if (after.length === 1 && before.length === 1) {
+    const byValue = this.byValue;
+    if (!byValue) {
+      // Nothing per value is kept yet: the id has values here before and after.
+    } else if (after.length === 1 && before.length === 1) {
       // The common case (state fields, single model values): no sets needed.
       const b = String(before[0]);
       const a = String(after[0]);
       if (b !== a) {
-        removeFrom(this.byValue, b, id);
-        addTo(this.byValue, a, id);
+        removeFrom(byValue, b, id);
+        addTo(byValue, a, id);
       }
     } else {
       const keys = new Set<string>();
       for (const v of after) keys.add(String(v));
       for (const v of before) {
         const k = String(v);
-        if (!keys.has(k)) removeFrom(this.byValue, k, id);
+        if (!keys.has(k)) removeFrom(byValue, k, id);
       }
-      for (const k of keys) addTo(this.byValue, k, id);
+      for (const k of keys) addTo(byValue, k, id);
     }
     if (this.folded) {
       const was = foldedKeys(before);
@@ -95,8 +108,8 @@ const NONE: readonly IndexScalar[] = [];
 export class FieldIndex {
   private readonly paths = new Map<string, PathIndex>();
 
-  /** `entryOf` answers the entries currently indexed (for building the folded dictionaries lazily). */
-  constructor(private readonly entryOf: (id: string) => IndexEntry | undefined) {}
+  /** `entries` lists the entries currently indexed, from which lookups are built at their first use. */
+  constructor(private readonly entries: () => Iterable<IndexEntry>) {}
 
   add(entry: IndexEntry): void {
     const fields = entry.fields;
@@ -169,14 +182,17 @@ export class FieldIndex {
   /** Ids having, under `path`, a value whose text form is one of `keys`. */
   withValues(path: string, keys: readonly string[]): ReadonlySet<string> {
     const lists: (Ids | undefined)[] = [];
-    for (const index of this.covered(path)) for (const k of keys) lists.push(index.byValue.get(k));
+    for (const index of this.covered(path)) {
+      const byValue = this.byValueOf(index);
+      for (const k of keys) lists.push(byValue.get(k));
+    }
     return union(lists);
   }
 
   /** Ids having, under `path`, a value whose text form passes `accept` (one test per distinct value). */
   withValueKeys(path: string, accept: (key: string) => boolean): ReadonlySet<string> {
     const lists: Ids[] = [];
-    for (const index of this.covered(path)) for (const [k, ids] of index.byValue) if (accept(k)) lists.push(ids);
+    for (const index of this.covered(path)) for (const [k, ids] of this.byValueOf(index)) if (accept(k)) lists.push(ids);
     return union(lists);
   }
 
@@ -195,20 +211,32 @@ export class FieldIndex {
     return union(lists);
   }
 
+  /** The values of `index`'s path in every indexed entry that has some. */
+  private *valuesAt(index: PathIndex): Generator<[string, readonly IndexScalar[]]> {
+    for (const entry of this.entries()) {
+      const values = Object.hasOwn(entry.fields, index.field) ? entry.fields[index.field]! : NONE;
+      if (values.length > 0) yield [entry.id, values];
+    }
+  }
+
+  private byValueOf(index: PathIndex): Postings {
+    if (index.byValue) return index.byValue;
+    const byValue: Postings = new Map();
+    for (const [id, values] of this.valuesAt(index)) for (const v of values) addTo(byValue, String(v), id);
+    return (index.byValue = byValue);
+  }
+
   private presentOf(index: PathIndex): Set<string> {
     if (index.present) return index.present;
     const present = new Set<string>();
-    for (const ids of index.byValue.values()) {
-      if (typeof ids === "string") present.add(ids);
-      else for (const id of ids) present.add(id);
-    }
+    for (const [id] of this.valuesAt(index)) present.add(id);
     return (index.present = present);
   }
 
   private foldedOf(index: PathIndex): Postings {
     if (index.folded) return index.folded;
     const folded: Postings = new Map();
-    for (const id of this.presentOf(index)) for (const k of foldedKeys(this.entryOf(id)?.fields[index.field] ?? [])) addTo(folded, k, id);
+    for (const [id, values] of this.valuesAt(index)) for (const k of foldedKeys(values)) addTo(folded, k, id);
     index.foldedOrder.reset();
     return (index.folded = folded);
   }

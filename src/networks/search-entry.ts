@@ -1,5 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { LocalizedText, NetworkRecord } from "./model.js";
+import type { LocalizedText, NetworkDocument, NetworkRecord, RevisionStatus } from "./model.js";
 import { fold, sortedWords, words } from "./text.js";
 
 export type IndexScalar = string | number | boolean | null;
@@ -16,10 +16,20 @@ export interface IndexEntry {
   readonly words: readonly string[];
 }
 
+/**
+ * Appends `value` to the values of `path`. A first value makes a list of exactly one: a list that
+ * starts empty and grows by push reserves room for 17, and the mirror keeps every entry's lists.
+ */
+function addValue(fields: Record<string, IndexScalar[]>, path: string, value: IndexScalar): void {
+  const list = fields[path];
+  if (list) list.push(value);
+  else fields[path] = [value];
+}
+
 /** Adds the values of `list` under `prefix.lang` and returns the text of `list` appended to `text`. */
 function addLocalized(fields: Record<string, IndexScalar[]>, prefix: string, list: readonly LocalizedText[], text: string): string {
   for (const { lang, value } of list) {
-    (fields[`${prefix}.${lang}`] ??= []).push(value);
+    addValue(fields, `${prefix}.${lang}`, value);
     text = text === "" ? value : `${text} ${value}`;
   }
   return text;
@@ -31,28 +41,63 @@ function addModel(fields: Record<string, IndexScalar[]>, path: string, value: Js
   } else if (value !== null && typeof value === "object") {
     for (const key in value) if (Object.hasOwn(value, key)) addModel(fields, `${path}.${key}`, value[key]!);
   } else {
-    (fields[path] ??= []).push(value);
+    addValue(fields, path, value);
   }
+}
+
+// The one-value lists of state fields are shared between entries (which are never changed in place):
+// every network has them, and the mirror keeps every entry.
+const PUBLISHED: readonly (readonly IndexScalar[])[] = [Object.freeze([false]), Object.freeze([true])];
+const STATUSES: Readonly<Record<RevisionStatus, readonly IndexScalar[]>> = {
+  DRAFT: Object.freeze(["DRAFT"]),
+  UNDER_REVIEW: Object.freeze(["UNDER_REVIEW"]),
+  DELETED: Object.freeze(["DELETED"]),
+};
+const SMALL_COUNTS: readonly (readonly IndexScalar[])[] = Array.from({ length: 64 }, (_, n) => Object.freeze([n]));
+
+function published(value: boolean): IndexScalar[] {
+  return PUBLISHED[value ? 1 : 0] as IndexScalar[];
+}
+
+function status(value: RevisionStatus): IndexScalar[] {
+  return STATUSES[value] as IndexScalar[];
+}
+
+function count(value: number): IndexScalar[] {
+  return (SMALL_COUNTS[value] ?? [value]) as IndexScalar[];
 }
 
 function sameOne(list: readonly IndexScalar[] | undefined, value: IndexScalar): boolean {
   return list !== undefined && list.length === 1 && list[0] === value;
 }
 
+function sameLocalized(a: readonly LocalizedText[], b: readonly LocalizedText[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i]!.lang !== b[i]!.lang || a[i]!.value !== b[i]!.value) return false;
+  return true;
+}
+
+/** Whether two documents have the same names, acronyms and descriptions: then they have the same words. */
+function sameTexts(a: NetworkDocument, b: NetworkDocument): boolean {
+  return sameLocalized(a.name, b.name) && sameLocalized(a.acronym, b.acronym) && sameLocalized(a.description, b.description);
+}
+
 /**
  * `previous`, the entry of an earlier record of the same network, is only a shortcut: when the
  * document is the very same object (status and publication changes), its document-derived fields
- * and words are reused as they are, and so is every state field whose value did not change. The
- * result equals (deeply, keys in the same order) what the entry computed afresh would be.
+ * and words are reused as they are, and so is every state field whose value did not change; when
+ * only the texts are the same (a new model, new studies), its words are. The result equals (deeply,
+ * keys in the same order) what the entry computed afresh would be.
  */
 export function indexEntryOf({ document: doc, state }: NetworkRecord, previous?: { readonly record: NetworkRecord; readonly entry: IndexEntry }): IndexEntry {
-  const published = state.publishedTag !== undefined;
+  const isPublished = state.publishedTag !== undefined;
   if (previous && previous.record.document === doc && previous.entry.id === doc.id) {
     const old = previous.entry.fields;
     const fields: Record<string, readonly IndexScalar[]> = { ...old };
-    if (!sameOne(old.published, published)) fields.published = [published];
-    if (!sameOne(old.revisionStatus, state.revisionStatus)) fields.revisionStatus = [state.revisionStatus];
-    if (!sameOne(old.revisionsAhead, state.revisionsAhead)) fields.revisionsAhead = [state.revisionsAhead];
+    if (!sameOne(old.published, isPublished)) fields.published = published(isPublished);
+    if (!sameOne(old.revisionStatus, state.revisionStatus)) fields.revisionStatus = status(state.revisionStatus);
+    if (!sameOne(old.revisionsAhead, state.revisionsAhead)) fields.revisionsAhead = count(state.revisionsAhead);
     if (!sameOne(old.lastModifiedDate, state.lastUpdate)) fields.lastModifiedDate = [state.lastUpdate];
     return { id: doc.id, fields, words: previous.entry.words };
   }
@@ -61,16 +106,17 @@ export function indexEntryOf({ document: doc, state }: NetworkRecord, previous?:
     // Shared with the document, not copied: neither is ever changed in place.
     studyIds: doc.studyIds as IndexScalar[],
     networkIds: doc.networkIds as IndexScalar[],
-    published: [published],
-    revisionStatus: [state.revisionStatus],
-    revisionsAhead: [state.revisionsAhead],
+    published: published(isPublished),
+    revisionStatus: status(state.revisionStatus),
+    revisionsAhead: count(state.revisionsAhead),
     lastModifiedDate: [state.lastUpdate],
   };
   let text = addLocalized(fields, "name", doc.name, "");
   text = addLocalized(fields, "acronym", doc.acronym, text);
   text = addLocalized(fields, "description", doc.description, text);
   addModel(fields, "model", doc.model);
-  return { id: doc.id, fields, words: sortedWords(text) };
+  const words = previous && previous.entry.id === doc.id && sameTexts(previous.record.document, doc) ? previous.entry.words : sortedWords(text);
+  return { id: doc.id, fields, words };
 }
 
 // Paths that never have children: looking them up needs no scan of the other keys.

@@ -39,10 +39,44 @@ export interface SaveOperation {
   readonly revision?: { readonly seq: number; readonly json: string };
 }
 
-interface PutOperation {
+export interface PutOperation {
   readonly type: "put";
   readonly key: string;
   readonly value: string;
+}
+
+/** Key prefixes of the sublevels that a change writes to. */
+export interface KeyPrefixes {
+  readonly doc: string;
+  readonly state: string;
+  readonly rev: string;
+  readonly idx: string;
+}
+
+/** The prefixes the sublevels of the store's layout have in `db` (the benchmark's raw reference uses them too). */
+export function keyPrefixes(db: { sublevel(name: string): { readonly prefix: string } }): KeyPrefixes {
+  return { doc: db.sublevel("doc").prefix, state: db.sublevel("state").prefix, rev: db.sublevel("rev").prefix, idx: db.sublevel("idx").prefix };
+}
+
+/** The root key of revision `seq` of network `id` (its other records are under prefix + id). */
+export function revisionKey(prefixes: KeyPrefixes, id: string, seq: number): string {
+  return prefixes.rev + revKey(id, seq);
+}
+
+/**
+ * The puts of one change on the root database with the sublevels' key prefixes and the values as
+ * JSON text (utf8): the bytes stored are those the sublevels' json encoding would store, but nothing
+ * is stringified twice and no sublevel or chained-batch layer runs per operation.
+ */
+export function savePuts(prefixes: KeyPrefixes, op: SaveOperation): PutOperation[] {
+  const id = op.id;
+  const ops: PutOperation[] = [
+    { type: "put", key: prefixes.state + id, value: JSON.stringify(op.state) },
+    { type: "put", key: prefixes.idx + id, value: JSON.stringify(op.entry) },
+  ];
+  if (op.documentJson !== undefined) ops.push({ type: "put", key: prefixes.doc + id, value: op.documentJson });
+  if (op.revision) ops.push({ type: "put", key: revisionKey(prefixes, id, op.revision.seq), value: op.revision.json });
+  return ops;
 }
 
 export interface StoredNetwork {
@@ -57,11 +91,8 @@ export class NetworkStore {
   private readonly revs;
   private readonly idx;
   private readonly meta;
-  /** Key prefixes of the sublevels: writes go to the root with prefixed keys and pre-encoded values. */
-  private readonly docPrefix: string;
-  private readonly statePrefix: string;
-  private readonly revPrefix: string;
-  private readonly idxPrefix: string;
+  /** Writes go to the root with these prefixes and pre-encoded values (see `savePuts`). */
+  private readonly prefixes: KeyPrefixes;
 
   private constructor(private readonly db: Level<string, string>) {
     this.docs = db.sublevel<string, NetworkDocument>("doc", { valueEncoding: "json" });
@@ -69,10 +100,7 @@ export class NetworkStore {
     this.revs = db.sublevel<string, RevisionRecord>("rev", { valueEncoding: "json" });
     this.idx = db.sublevel<string, IndexEntry>("idx", { valueEncoding: "json" });
     this.meta = db.sublevel<string, string>("meta", { valueEncoding: "utf8" });
-    this.docPrefix = this.docs.prefix;
-    this.statePrefix = this.states.prefix;
-    this.revPrefix = this.revs.prefix;
-    this.idxPrefix = this.idx.prefix;
+    this.prefixes = keyPrefixes(db);
   }
 
   static async open(dir: string): Promise<NetworkStore> {
@@ -99,20 +127,9 @@ export class NetworkStore {
     return out;
   }
 
-  /**
-   * One array batch on the root database with the sublevels' key prefixes and the values as JSON
-   * text (utf8): the bytes stored are those the sublevels' json encoding would store, but nothing is
-   * stringified twice and no sublevel or chained-batch layer runs per operation.
-   */
+  /** One array batch of `savePuts`. */
   save(op: SaveOperation): Promise<void> {
-    const id = op.id;
-    const ops: PutOperation[] = [
-      { type: "put", key: this.statePrefix + id, value: JSON.stringify(op.state) },
-      { type: "put", key: this.idxPrefix + id, value: JSON.stringify(op.entry) },
-    ];
-    if (op.documentJson !== undefined) ops.push({ type: "put", key: this.docPrefix + id, value: op.documentJson });
-    if (op.revision) ops.push({ type: "put", key: this.revPrefix + revKey(id, op.revision.seq), value: op.revision.json });
-    return this.db.batch(ops);
+    return this.db.batch(savePuts(this.prefixes, op));
   }
 
   async saveEntries(entries: readonly IndexEntry[]): Promise<void> {

@@ -18,15 +18,31 @@ export class WordIndex {
     for (const w of words) if (removeFrom(this.ids, w, id)) this.vocabulary.removed(w);
   }
 
-  /** The words of `id` go from `before` to `after`: only the words that differ are touched. */
+  /**
+   * The words of `id` go from `before` to `after`: only the words that differ are touched. Both are
+   * sorted and distinct, as every index entry holds them (see `sortedWords`), so one merge of the two
+   * lists finds them without a set or a lookup of the words that stay.
+   */
   replace(id: string, before: readonly string[], after: readonly string[]): void {
     if (before === after) return;
-    const kept = new Set(after);
-    const removed: string[] = [];
-    for (const w of before) if (!kept.has(w)) removed.push(w);
-    this.remove(id, removed);
-    // Adding a word the id already has changes nothing.
-    this.add(id, after);
+    let i = 0;
+    let j = 0;
+    while (i < before.length && j < after.length) {
+      const b = before[i]!;
+      const a = after[j]!;
+      if (b === a) {
+        i++;
+        j++;
+      } else if (b < a) {
+        if (removeFrom(this.ids, b, id)) this.vocabulary.removed(b);
+        i++;
+      } else {
+        if (addTo(this.ids, a, id)) this.vocabulary.added(a);
+        j++;
+      }
+    }
+    for (; i < before.length; i++) if (removeFrom(this.ids, before[i]!, id)) this.vocabulary.removed(before[i]!);
+    for (; j < after.length; j++) if (addTo(this.ids, after[j]!, id)) this.vocabulary.added(after[j]!);
   }
 
   clear(): void {

@@ -1,6 +1,7 @@
 import { ScalarType, type DescEnum, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import type { RestStyle } from "../edge/service-registry.js";
+import { commentOf } from "./comments.js";
 import type { Schema } from "./types.js";
 
 const COMPONENTS = "#/components/schemas/";
@@ -83,12 +84,18 @@ export class SchemaSet {
     // The name is taken before the fields are described: a message may contain itself.
     this.named.set(message.typeName, {});
     const properties: Record<string, Schema> = {};
-    for (const f of message.fields) properties[f.jsonName] = this.field(f, style);
+    for (const f of message.fields) {
+      const schema = this.field(f, style);
+      const comment = commentOf(f);
+      properties[f.jsonName] = comment ? { ...schema, description: comment } : schema;
+    }
     const required = style.alwaysEmitImplicit ? message.fields.filter(isImplicit).map((f) => f.jsonName) : [];
     const oneofs = message.oneofs.map((o) => `at most one of ${o.fields.map((f) => `\`${f.jsonName}\``).join(", ")} is present`);
+    const about = commentOf(message);
+    const notes = [...(about ? [about] : []), ...(oneofs.length > 0 ? [capitalize(oneofs.join("; ")) + "."] : [])];
     return {
       type: "object",
-      ...(oneofs.length > 0 ? { description: capitalize(oneofs.join("; ")) + "." } : {}),
+      ...(notes.length > 0 ? { description: notes.join("\n\n") } : {}),
       properties,
       ...(required.length > 0 ? { required } : {}),
     };

@@ -2,6 +2,7 @@ import type { Route } from "../edge/route-table.js";
 import { FILE_PART } from "../edge/upload-stream.js";
 import { accessRule, accessText, securityOf } from "./access.js";
 import { answerContent, rawStreamField, requestBodyOf, streamContent } from "./bodies.js";
+import { commentOf } from "./comments.js";
 import { errorResponses } from "./error-responses.js";
 import { handlerAnswers, type HandlerAnswers, type SuccessAnswer } from "./handler-answers.js";
 import type { SchemaSet } from "./json-schema.js";
@@ -18,7 +19,8 @@ export function describeRoute(route: Route, schemas: SchemaSet, operationId: str
   const rule = accessRule(method);
   const parameters = parametersOf(route);
   const requestBody = requestBodyOf(route, schemas, answers);
-  const notes = [accessText(rule), ...kindNote(route), ...negotiationNote(route), `gRPC, gRPC-Web and Connect: \`/${method.parent.typeName}/${method.name}\`.`];
+  const comment = commentOf(method);
+  const notes = [...(comment ? [comment] : []), accessText(rule), ...kindNote(route), ...negotiationNote(route), `gRPC, gRPC-Web and Connect: \`/${method.parent.typeName}/${method.name}\`.`];
   return {
     operationId,
     tags: [method.parent.name],

@@ -1,5 +1,6 @@
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import type { Route } from "../edge/route-table.js";
+import { commentOf } from "./comments.js";
 import type { Parameter, Schema } from "./types.js";
 
 type TextField = DescField & ({ fieldKind: "scalar" } | { fieldKind: "list"; listKind: "scalar" });
@@ -12,7 +13,7 @@ export function parametersOf(route: Route): Parameter[] {
   const path: Parameter[] = route.template.segments.flatMap((s) => {
     if (s.kind !== "var") return [];
     const field = fieldAt(input, s.field);
-    const notes = [...(s.rest ? ["May contain `/`."] : []), ...(isBool(field) ? [BOOL_NOTE] : [])];
+    const notes = [...commented(field), ...(s.rest ? ["May contain `/`."] : []), ...(isBool(field) ? [BOOL_NOTE] : [])];
     return [{ name: s.field, in: "path", required: true, ...described(notes), schema: textSchema(field) }];
   });
   return [...path, ...textFields(route).map((f) => queryParameter(route, f))];
@@ -33,7 +34,7 @@ export function textSchema(field: TextField): Schema {
 }
 
 function queryParameter(route: Route, field: TextField): Parameter {
-  const notes: string[] = [];
+  const notes = commented(field);
   if (field.name !== field.jsonName) notes.push(`Also accepted as \`${field.name}\`.`);
   const header = route.headerFields.find(([, f]) => f === field)?.[0];
   // Header-sourced fields are applied first, so the query wins.
@@ -87,6 +88,12 @@ function fieldAt(message: DescMessage, path: string): TextField {
   }
   if (!field || !isText(field)) throw new Error(`${message.typeName}: path variable ${path} is not a text field`);
   return field;
+}
+
+/** The field's proto comment, first of a parameter's notes. */
+function commented(field: DescField): string[] {
+  const comment = commentOf(field);
+  return comment ? [comment] : [];
 }
 
 function described(notes: readonly string[]): { description?: string } {

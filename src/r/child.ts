@@ -208,10 +208,12 @@ export class RChild {
     }
   }
 
-  /** The RESULT or ERROR frame that ends a request; anything else breaks the protocol. */
+  /** The value or error frame that ends a request; anything else breaks the protocol. */
   private answer(frame: Frame): void {
-    if (frame.type === Answer.value) this.finish({ ok: true, value: frame.payload });
-    else if (frame.type === Answer.error) this.finish({ ok: false, error: frame.payload.toString("utf8") });
+    const { type, payload } = frame;
+    if (type === Answer.value) this.finish({ ok: true, value: payload });
+    else if (type === Answer.text && payload[payload.length - 1] === 0) this.finish({ ok: true, value: payload.subarray(0, -1) });
+    else if (type === Answer.error) this.finish({ ok: false, error: payload.toString("utf8") });
     else this.kill();
   }
 

@@ -69,12 +69,21 @@ interface Fork {
   readonly uid: number | undefined;
 }
 
-/** The spare session process forked ahead of demand, and the server it belongs to. */
+/** A session process forked ahead of demand (r.spareSessions). */
 interface Spare {
-  readonly server: RServerProcess;
   /** Never rejects: undefined when the fork failed (a caller then forks itself and sees why). */
   readonly ready: Promise<Fork | undefined>;
+  /** Set once `ready` gave a fork: a caller takes a ready spare before one still forking. */
+  fork?: Fork;
 }
+
+/**
+ * Spares forked at once. A fork waits on the R server, the child and the kernel's socket table in
+ * turn, so a second one overlaps those waits (on 2 cores: ~12 ms a fork one at a time, ~9 two at a
+ * time, ~7 four at a time); more at once make each fork slower for a caller waiting for one, and take
+ * the CPU that running sessions are being served with.
+ */
+const SPARE_FORKS_AT_ONCE = 2;
 
 /** The R server process and the sessions forked from it. */
 export class REngine {
@@ -89,10 +98,17 @@ export class REngine {
   private readonly idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
   /**
-   * Forking an R process costs several ms (most of it the kernel copying the server's page tables), so
-   * one spare session is kept forked ahead: creating a session hands it over and forks the next one.
+   * Forking a session costs tens of ms (the R server's fork, the child's confinement, two connections
+   * whose owner Node checks), so up to r.spareSessions are kept forked ahead: creating a session hands
+   * one over and a replacement is forked in the background. Spares count against r.maxSessions and
+   * take uids, never more than are free: a caller takes a spare before it would fork, so a uid held by
+   * a spare is one held for the next caller.
    */
-  private spare: Spare | undefined;
+  private readonly spares: Spare[] = [];
+  /** Forks whose death, while they wait in the pool, takes them out of it and ends them. */
+  private readonly watched = new WeakSet<Fork>();
+  /** A spare Check took to probe with and will put back: the pool is not refilled for it meanwhile. */
+  private probing = 0;
   /** Concurrent Checks share one probe. */
   private checking: Promise<boolean> | undefined;
   private readonly uids: UidPool | undefined;
@@ -183,7 +199,7 @@ export class REngine {
     this.server = server;
     this.version = server.version;
     server.onExit(() => this.onServerExit(server));
-    this.prepareSpare(server);
+    this.prepareSpares();
     return true;
   }
 
@@ -193,14 +209,13 @@ export class REngine {
       this.cancelRestart();
       const server = this.server;
       this.server = undefined;
-      const spare = this.spare;
-      this.spare = undefined;
+      const spares = this.spares.splice(0);
       this.wakeWaiters();
       await this.endAllSessions();
       await server?.stop();
       if (server) this.emit({ kind: "server-stopped" });
       // Only now: a spare still forking is abandoned by the stop instead of being waited for.
-      if (spare) await this.release(await spare.ready);
+      await this.releaseSpares(spares);
     });
   }
 
@@ -225,9 +240,9 @@ export class REngine {
 
   /**
    * True when the R server runs and a session can be served: within CHECK_TIMEOUT_MS the R server
-   * answers its socket and a session process (the spare, or one forked for the purpose) evaluates `1`.
-   * The probe then goes back to being the spare (`1` leaves nothing in it) or is ended, so a Check never
-   * leaves a process behind.
+   * answers its socket and a session process (a spare, or one forked for the purpose) evaluates `1`.
+   * The probe then goes back to being a spare (`1` leaves nothing in it) or is ended, so a Check never
+   * leaves a process behind; spares that died since the last demand (killed from outside) are replaced.
    */
   check(): Promise<boolean> {
     this.checking ??= this.probe().finally(() => (this.checking = undefined));
@@ -255,8 +270,9 @@ export class REngine {
     };
     let fork: Fork | undefined;
     let ok = false;
+    const taken = this.takeSpare();
+    if (taken) this.probing++;
     try {
-      const taken = this.takeSpare(server);
       fork = taken && (await inTime(taken));
       if (fork && !(await serves(fork))) {
         if (!fork.child.closed) return false;
@@ -274,13 +290,12 @@ export class REngine {
       return false;
     } finally {
       clearTimeout(timer);
+      if (taken) this.probing--;
       if (fork) {
-        if (ok && this.spare === undefined && this.server === server && !this.closed) {
-          this.spare = { server, ready: Promise.resolve(fork) };
-        } else {
-          await this.release(fork);
-        }
+        if (ok && this.server === server && !this.closed && this.spares.length < this.spareTarget()) this.addSpare(Promise.resolve(fork));
+        else await this.release(fork);
       }
+      if (ok) this.prepareSpares();
     }
   }
 
@@ -363,18 +378,23 @@ export class REngine {
 
   private async openSession(server: RServerProcess, subject: string): Promise<RSession> {
     let fork: Fork | undefined;
-    try {
-      fork = await this.takeSpare(server);
+    while (!fork) {
+      const taken = this.takeSpare();
+      if (!taken) break;
+      // The replacement forks while this one is handed over.
+      this.prepareSpares();
+      fork = await taken;
       if (fork?.child.closed) {
         await this.release(fork);
         fork = undefined;
       }
-      // Without a spare this request forks before the next spare does: when few session uids are
-      // left, the caller gets one rather than the spare.
-      fork ??= await this.forkSession(server);
-    } finally {
-      // The next spare forks while this one is handed over.
-      this.prepareSpare(server);
+    }
+    if (!fork) {
+      // No spare: this caller's fork takes its uid before any replacement does, so when few uids are
+      // left the caller gets one rather than a spare.
+      const own = this.forkSession(server);
+      this.prepareSpares();
+      fork = await own;
     }
     if (this.server !== server) {
       // The server stopped meanwhile: its process group, this child included, is gone or going.
@@ -383,7 +403,9 @@ export class REngine {
     }
     const { id, dirs, child } = fork;
     const { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds } = this.options.config;
-    const session = new RSession(id, subject, dirs, child, { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds }, () => this.dispose(fork));
+    // Its uid and its place under r.maxSessions are free again once it is disposed of: a spare can take them.
+    const dispose = (): Promise<void> => this.dispose(fork).finally(() => this.prepareSpares());
+    const session = new RSession(id, subject, dirs, child, { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds }, dispose);
     this.sessionsById.set(id, session);
     this.emit({ kind: "session-opened", id, user: subject });
     session.onEnd(() => {
@@ -406,7 +428,7 @@ export class REngine {
     try {
       await mkdir(home, { recursive: true, mode: 0o700 });
       await Promise.all([mkdir(dirs.work, { mode: 0o700 }), mkdir(dirs.tmp, { mode: 0o700 })]);
-      if (uid !== undefined) for (const dir of [home, dirs.work, dirs.tmp]) await chown(dir, uid, uid);
+      if (uid !== undefined) await Promise.all([home, dirs.work, dirs.tmp].map((dir) => chown(dir, uid, uid)));
       return { id, dirs, uid, child: await server.fork(dirs.work, dirs.tmp, uid === undefined ? undefined : this.identity(uid)) };
     } catch (error) {
       await this.dispose({ id, dirs, uid, child: undefined });
@@ -453,30 +475,83 @@ export class REngine {
     await Promise.all(names.map((name) => rm(join(sessionsDir, name), { recursive: true, force: true })));
   }
 
-  /** Starts forking the spare session of `server` unless there is one. */
-  private prepareSpare(server: RServerProcess): void {
-    if (this.spare || this.closed || this.server !== server || !server.running) return;
-    const ready = this.forkSession(server).then(
-      (fork): Fork | undefined => fork,
-      () => undefined,
-    );
-    this.spare = { server, ready };
+  /**
+   * How many spares `r.spareSessions` asks for, less what r.maxSessions leaves: spares, sessions and
+   * sessions being opened (each takes a spare or forks) never exceed it together.
+   */
+  private spareTarget(): number {
+    const { spareSessions, maxSessions } = this.options.config;
+    const room = maxSessions > 0 ? maxSessions - this.sessionsById.size - sum(this.opening.values()) : Infinity;
+    return Math.max(0, Math.min(spareSessions, room));
   }
 
-  /** Takes the spare (ready or still forking) if it belongs to `server`; a stale one is ended. */
-  private takeSpare(server: RServerProcess): Promise<Fork | undefined> | undefined {
-    const spare = this.spare;
-    this.spare = undefined;
+  /**
+   * Forks spares of the running server up to the target, SPARE_FORKS_AT_ONCE at a time, and only with
+   * uids that are free (a spare never makes a caller wait for a uid: the caller would take that spare).
+   */
+  private prepareSpares(): void {
+    const server = this.server;
+    if (this.closed || !server?.running) return;
+    const target = this.spareTarget();
+    let forking = this.spares.filter((s) => !s.fork).length;
+    while (this.spares.length + this.probing < target && forking < SPARE_FORKS_AT_ONCE && (this.uids?.available ?? 1) > 0) {
+      forking++;
+      const ready = this.forkSession(server).then(
+        (fork): Fork | undefined => fork,
+        () => undefined,
+      );
+      const spare = this.addSpare(ready);
+      void ready.then((fork) => {
+        // A spare that failed leaves the pool; the next demand forks again (no retry loop here).
+        if (fork) this.prepareSpares();
+        else this.removeSpare(spare);
+      });
+    }
+  }
+
+  /**
+   * Puts a spare in the pool. One whose process dies there (killed from outside) is ended at once; it
+   * is not replaced until the next demand, so spares that keep dying cannot keep R forking.
+   */
+  private addSpare(ready: Promise<Fork | undefined>): Spare {
+    const spare: Spare = { ready };
+    this.spares.push(spare);
+    void ready.then((fork) => {
+      if (!fork) return;
+      spare.fork = fork;
+      if (this.watched.has(fork)) return;
+      this.watched.add(fork);
+      fork.child.onClose(() => {
+        const pooled = this.spares.find((s) => s.fork === fork);
+        if (pooled) {
+          this.removeSpare(pooled);
+          void this.release(fork);
+        }
+      });
+    });
+    return spare;
+  }
+
+  private removeSpare(spare: Spare): void {
+    const i = this.spares.indexOf(spare);
+    if (i >= 0) this.spares.splice(i, 1);
+  }
+
+  /**
+   * Takes a spare out of the pool, a ready one first, else the one forking longest: it is then the
+   * caller's alone. Undefined when there is none. (The pool only ever holds spares of the running
+   * server: stopping it or its exit empties the pool.)
+   */
+  private takeSpare(): Promise<Fork | undefined> | undefined {
+    const spare = this.spares.find((s) => s.fork) ?? this.spares[0];
     if (!spare) return undefined;
-    if (spare.server === server) return spare.ready;
-    void spare.ready.then((fork) => this.release(fork));
-    return undefined;
+    this.removeSpare(spare);
+    return spare.ready;
   }
 
-  private async dropSpare(): Promise<void> {
-    const spare = this.spare;
-    this.spare = undefined;
-    if (spare) await this.release(await spare.ready);
+  /** Ends spares taken out of the pool, those still forking once they are forked. */
+  private async releaseSpares(spares: readonly Spare[]): Promise<void> {
+    await Promise.all(spares.map(async (spare) => this.release(await spare.ready)));
   }
 
   /** Ends a session process nobody uses and removes its folders. */
@@ -519,7 +594,7 @@ export class REngine {
     this.log.append("R server process exited unexpectedly\n");
     this.emit({ kind: "server-crashed", autoRestart: this.options.config.autoRestart && !this.closed });
     void this.endAllSessions();
-    void this.dropSpare();
+    void this.releaseSpares(this.spares.splice(0));
     if (this.options.config.autoRestart && !this.closed) this.scheduleRestart();
   }
 

@@ -15,8 +15,9 @@ import type { AssignSource } from "./session.js";
  * Frames. A type byte (one ASCII letter, see the constants below) + the payload length (uint32, big
  * endian) + the payload. Each side answers one request at a time, in order:
  * - control socket: F (fork) -> F (the child's pid) or X; P (ping) -> P; Q (R.version) -> V;
- * - main socket: E (evaluate), L (live evaluate), A (assign) -> V or X; D (drain) -> nothing. During
- *   a live evaluation R also sends M (message) and W (warning) frames before its V or X.
+ * - main socket: E (evaluate), L (live evaluate), A (assign) -> V, T or X; D (drain) -> nothing. During
+ *   a live evaluation R also sends M (message) and W (warning) frames before its answer. T is a value
+ *   too, a large JSON text that R writes straight from its string: the text, then a NUL.
  *
  * Output markers. NUL + a type byte on the output stream (printed text never holds NUL, which R strings
  * cannot contain). A live request gets a START marker when R begins it, and an EVAL (before its answer)
@@ -46,6 +47,8 @@ export const Request = {
 /** Answers and events, R -> Node. */
 export const Answer = {
   value: "V",
+  /** A value as text followed by a NUL (see the protocol above). */
+  text: "T",
   error: "X",
   message: "M",
   warning: "W",

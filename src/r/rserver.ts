@@ -270,6 +270,7 @@ export class RServerProcess {
   }
 
   private greet(socket: Socket): void {
+    const acceptedAt = performance.now();
     readGreeting(socket)
       .then(async ({ frame, rest }) => {
         const greeting = decodeSessionGreeting(frame);
@@ -278,7 +279,7 @@ export class RServerProcess {
           socket.destroy();
           return;
         }
-        if (pending.uid !== undefined && (await loopbackPeerUid(socket)) !== pending.uid) {
+        if (pending.uid !== undefined && (await loopbackPeerUid(socket, acceptedAt)) !== pending.uid) {
           // Another session's process that learned the token: it must not become this session.
           socket.destroy();
           return;

@@ -21,6 +21,7 @@ local({
   request_ping <- "P"
   request_version <- "Q"
   answer_value <- "V"
+  answer_text <- "T"
   answer_error <- "X"
   answer_message <- "M"
   answer_warning <- "W"
@@ -97,15 +98,19 @@ local({
 
   # An answer's frame as the parts to write: one for a small payload (see frame_bytes), the header and
   # the payload itself for a large one, which copying behind its header would cost more than a write.
+  # A large text (a JSON value) goes as a T frame: writeBin() sends a string straight from R's memory
+  # and ends it with a NUL, which Node drops. writeChar() would count its characters and copy it into
+  # R's heap first, and charToRaw() copy it too: for a 4 MB answer that was 20-50 ms (a copy's
+  # allocation can start a full collection), more than sending it.
   big_payload <- 65536L
   frame_parts <- function(type, payload) {
     n <- payload_size(payload)
-    if (n < big_payload) list(frame_bytes(type, payload)) else list(frame_header(type, n), payload)
+    if (n < big_payload) list(frame_bytes(type, payload))
+    else if (is.character(payload)) list(frame_header(answer_text, n + 1L), payload)
+    else list(frame_header(type, n), payload)
   }
 
-  write_part <- function(con, part) {
-    if (is.character(part)) writeChar(part, con, eos = NULL, useBytes = TRUE) else writeBin(part, con)
-  }
+  write_part <- function(con, part) writeBin(part, con, useBytes = TRUE)
 
   write_frame <- function(con, type, payload = raw(0L)) send(con, frame_bytes(type, payload))
 

@@ -90,7 +90,7 @@ export function fileHandlers(engine: REngine, maxUploadBytes: number): FileHandl
       session.touch();
       // Without it the root itself would be the source: "File is a directory" would hide the client's slip.
       if (req.path === "") throw new ConnectError("path is required", Code.InvalidArgument);
-      const chunks = await openDownload(req.temp ? session.dirs.tmp : session.dirs.work, checkedPath(req.path), session.dirs.owner);
+      const chunks = await openDownload(session.dirs, req.temp, checkedPath(req.path));
       for await (const data of chunks) yield { chunk: { contentType: OCTET_STREAM, data } };
     },
   };

@@ -1,4 +1,4 @@
-import type { CallRecord } from "./call-observer.js";
+import { UNROUTED, type CallRecord } from "./call-observer.js";
 import type { Logger } from "./logger.js";
 
 /**
@@ -8,7 +8,7 @@ import type { Logger } from "./logger.js";
 export function accessLog(logger: Logger): (record: CallRecord) => void {
   return (r) => {
     const fields = {
-      rpc: `${r.service}/${r.method}`,
+      rpc: r.service === UNROUTED ? UNROUTED : `${r.service}/${r.method}`,
       request: r.request,
       protocol: r.protocol,
       status: r.httpStatus ?? r.code,
@@ -16,6 +16,7 @@ export function accessLog(logger: Logger): (record: CallRecord) => void {
       user: r.user,
       session: r.sessionId,
       bytesIn: r.bytesIn,
+      bytesOut: r.bytesOut,
     };
     if (r.code === "resource_exhausted") logger.warn("call refused: limit reached", fields);
     else logger.info("call", fields);

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { create, createFileRegistry, type DescFile, type DescService } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { createContextValues, type Interceptor } from "@connectrpc/connect";
@@ -5,16 +6,18 @@ import { clientAddressKey } from "../auth/caller.js";
 import { createRestHandler } from "../edge/rest-handler.js";
 import { RouteTable } from "../edge/route-table.js";
 import { rpcAdapter } from "../edge/rpc-adapter.js";
+import { createUnaryFastPath } from "../rpc/unary-fast-path.js";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { buildOpenApi } from "../openapi/document.js";
 import { withApiDocs } from "../openapi/docs-handler.js";
 import type { LimitsConfig } from "../config/config.js";
 import type { UserDirectory } from "../auth/users.js";
 import type { Registry } from "prom-client";
 import { withMetrics } from "./metrics-handler.js";
-import type { RegisteredService } from "../edge/service-registry.js";
+import { registerService, type RegisteredService } from "../edge/service-registry.js";
 import { createHealth, Health } from "./health.js";
 import type { ServingState } from "./lifecycle.js";
-import { listenOnePort, type ConnectionLimits, type OnePortServer } from "./listener.js";
+import { listenOnePort, type ConnectionLimits, type OnePortServer, type RequestListener } from "./listener.js";
 import type { Logger } from "./logger.js";
 import { createReflection, ReflectionV1, ReflectionV1Alpha } from "./reflection.js";
 import type { TlsCredentials } from "./tls.js";
@@ -34,6 +37,8 @@ export interface ServerOptions {
   readonly serving: ServingState;
   /** GET /metrics, for callers of `users` with a role that may read it. */
   readonly metrics: { readonly registry: Registry; readonly users: UserDirectory };
+  /** Unary RPCs on the lean path (src/rpc/); false: Connect-ES serves every RPC. */
+  readonly unaryFastPath: boolean;
 }
 
 /** The connection and request time bounds of the configuration. */
@@ -51,11 +56,14 @@ export interface RunningServer {
  */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const shutdown = new AbortController();
+  // Every call in flight listens to it (to end when the service stops): no bound of 10 listeners.
+  setMaxListeners(0, shutdown.signal);
   const served = [...opts.services.map((s) => s.desc), Health];
   const serviceNames = [...served, ReflectionV1, ReflectionV1Alpha].map((s) => s.typeName);
   const reflection = createReflection(registryOf([...served.map((s) => s.file), ReflectionV1.file, ReflectionV1Alpha.file]), serviceNames);
   const onInternalError = (err: unknown) => opts.logger.error("internal error", { error: String((err as Error)?.stack ?? err) });
 
+  const health = createHealth(opts.services.map((s) => s.desc.typeName), opts.serving);
   const table = new RouteTable(opts.services);
   const rest = createRestHandler({
     table,
@@ -65,21 +73,34 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     shutdownSignal: shutdown.signal,
     onInternalError,
   });
-  const handler = rpcAdapter({
+  const compressions = [compressionGzip, compressionBrotli];
+  const connectHandler = rpcAdapter({
     routes(router) {
       for (const s of opts.services) router.service(s.desc, s.impl);
-      router.service(Health, createHealth(opts.services.map((s) => s.desc.typeName), opts.serving));
+      router.service(Health, health);
       router.service(ReflectionV1, reflection.v1);
       router.service(ReflectionV1Alpha, reflection.v1alpha);
     },
     interceptors: [...opts.interceptors],
     contextValues: (req) => createContextValues().set(clientAddressKey, req.socket.remoteAddress),
     readMaxBytes: opts.maxBodyBytes,
+    acceptCompression: compressions,
     shutdownSignal: shutdown.signal,
     // /metrics, /openapi.json and /docs are not RPCs; every other path goes to the edge.
     fallback: withMetrics(opts.metrics.registry, opts.metrics.users, onInternalError, withApiDocs(buildOpenApi(table), rest)),
     onHandlerError: onInternalError,
   });
+  const fast = opts.unaryFastPath
+    ? createUnaryFastPath({
+        services: [...opts.services, registerService(Health, health, { alwaysEmitImplicit: false })],
+        interceptors: opts.interceptors,
+        readMaxBytes: opts.maxBodyBytes,
+        compressions,
+        shutdownSignal: shutdown.signal,
+        onInternalError,
+      })
+    : undefined;
+  const handler: RequestListener = fast ? (req, res) => void (fast(req, res) || connectHandler(req, res)) : connectHandler;
   const streamedRpcs = streamingRpcPaths([...served, ReflectionV1, ReflectionV1Alpha]);
   const limits = connectionLimits(opts.timeouts, (method, path) => streamedRpcs.has(path) || table.streamsRequest(method, path));
   const server: OnePortServer = await listenOnePort(handler, { port: opts.port, host: opts.host, limits, tls: opts.tls });

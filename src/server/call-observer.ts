@@ -1,5 +1,5 @@
 import type { DescMethod, Message } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Interceptor, type StreamRequest, type StreamResponse } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, type Interceptor, type StreamRequest, type StreamResponse } from "@connectrpc/connect";
 import { callerKey } from "../auth/caller.js";
 import { restCallKey } from "../edge/call-context.js";
 import { codeName, httpStatusOf } from "../edge/errors.js";
@@ -7,6 +7,8 @@ import { HTTP_CODE_HEADER } from "./rest-hints.js";
 import { onStreamEnd } from "./stream-end.js";
 
 export type Protocol = "rest" | "grpc" | "grpc-web" | "connect";
+
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** One finished call, as the access log and the metrics see it: no header, no body, no credential. */
 export interface CallRecord {
@@ -26,6 +28,75 @@ export interface CallRecord {
   readonly sessionId: string | undefined;
   /** The request's declared Content-Length, when it has one. */
   readonly bytesIn: number | undefined;
+  /** The response body bytes the transport wrote, when it counts them (see ResponseMeter). */
+  readonly bytesOut: number | undefined;
+}
+
+/** The service and method of a request that reached no RPC (REST: no route, a method not allowed). */
+export const UNROUTED = "unrouted";
+
+/**
+ * A transport's count of one call's response: the bytes written are only known once the answer the
+ * handler returned is encoded and sent, after the interceptors are done. A transport that can count
+ * them
+ * - puts a meter in the call's context values (responseMeterKey) before the interceptors run;
+ * - adds the body bytes it writes to `bytesOut` (framing included);
+ * - calls `finish()` once the whole body was handed to the response (before its end is written, or
+ *   right after `end()`: the record is then out before the client can have the answer) and when the
+ *   response closes (the client left);
+ * - reports to `observerIn(interceptors).refused()` a call it answered itself when `observed` is
+ *   still false at the end (the interceptors never saw it).
+ * The observer then holds the call's record back until `finish()`. Without a meter, it reports at once,
+ * without `bytesOut`.
+ */
+export class ResponseMeter {
+  /** Response body bytes written so far: the transport adds to it as it writes. */
+  bytesOut = 0;
+  /** Set by the observer when the call reaches it. */
+  observed = false;
+  private finished = false;
+  private pending: (() => void) | undefined;
+
+  /** The transport: the response is written, or will never be (the client left). Idempotent; a call never finished is never reported. */
+  finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    const report = this.pending;
+    this.pending = undefined;
+    report?.();
+  }
+
+  /** The observer: `report` once the transport finished (at once if it has). */
+  whenFinished(report: () => void): void {
+    if (this.finished) report();
+    else this.pending = report;
+  }
+}
+
+export const responseMeterKey = createContextKey<ResponseMeter | undefined>(undefined, { description: "what the transport wrote of the response" });
+
+/** A call a transport answered before any interceptor ran (REST: no route, 405, 413, a body that does not decode). */
+export interface RefusedCall {
+  /** The RPC the request was routed to; undefined when it reached none. */
+  readonly method: DescMethod | undefined;
+  readonly protocol: Protocol;
+  readonly request: string | undefined;
+  readonly code: Code;
+  readonly httpStatus: number | undefined;
+  /** performance.now() when the request came in. */
+  readonly started: number;
+  readonly bytesIn: number | undefined;
+  readonly bytesOut: number | undefined;
+}
+
+/** The interceptor, and what transports report to it of calls it never saw. */
+export type CallObserver = Interceptor & { readonly refused: (call: RefusedCall) => void };
+
+const observers = new WeakSet<Interceptor>();
+
+/** The call observer among a transport's interceptors, for the calls it refuses before running them. */
+export function observerIn(interceptors: readonly Interceptor[]): CallObserver | undefined {
+  return interceptors.find((i): i is CallObserver => observers.has(i));
 }
 
 export interface CallObserverOptions {
@@ -36,35 +107,46 @@ export interface CallObserverOptions {
 
 /**
  * The outermost interceptor: it times every call on every protocol and reports how it ended, so that a
- * refusal by the drain gate or by auth is seen too. A stream is reported when it ends.
+ * refusal by the drain gate or by auth is seen too. A stream is reported when it ends; a call whose
+ * transport meters its response, once the transport finished writing it.
  */
-export function callObserver(opts: CallObserverOptions): Interceptor {
+export function callObserver(opts: CallObserverOptions): CallObserver {
   const sessionCalls = new Map<DescMethod, boolean>();
   const namesSession = (m: DescMethod): boolean => {
     let v = sessionCalls.get(m);
     if (v === undefined) sessionCalls.set(m, (v = opts.namesSession(m)));
     return v;
   };
-  return (next) => async (req) => {
+  const emit = (record: CallRecord): void => {
+    for (const sink of opts.sinks) sink(record);
+  };
+  const interceptor: Interceptor = (next) => async (req) => {
     const started = performance.now();
+    const meter = req.contextValues.get(responseMeterKey);
+    if (meter) meter.observed = true;
     let sessionId: string | undefined;
     const report = (error: unknown, header: Headers | undefined): void => {
       const rest = req.contextValues.get(restCallKey);
       const ce = error === undefined ? undefined : ConnectError.from(error);
       const length = req.header.get("content-length");
-      const record: CallRecord = {
+      const record: Writable<CallRecord> = {
         service: req.service.typeName,
         method: req.method.name,
         protocol: rest ? "rest" : protocolOf(req.header.get("content-type")),
         request: rest ? `${req.requestMethod} ${pathOf(req.url)}` : undefined,
         code: codeName(ce?.code),
         httpStatus: !rest ? undefined : ce ? httpStatusOf(ce) : Number(header?.get(HTTP_CODE_HEADER) ?? 200),
-        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+        durationMs: elapsedMs(started),
         user: req.contextValues.get(callerKey)?.name ?? "anonymous",
         sessionId,
         bytesIn: length === null ? undefined : Number(length),
+        bytesOut: undefined,
       };
-      for (const sink of opts.sinks) sink(record);
+      if (!meter) return emit(record);
+      meter.whenFinished(() => {
+        record.bytesOut = meter.bytesOut;
+        emit(record);
+      });
     };
     const tracked = namesSession(req.method);
     if (tracked && !req.stream) sessionId = idOf(req.message);
@@ -86,6 +168,27 @@ export function callObserver(opts: CallObserverOptions): Interceptor {
     });
     return { ...res, message } as StreamResponse;
   };
+  const refused = (call: RefusedCall): void =>
+    emit({
+      service: call.method?.parent.typeName ?? UNROUTED,
+      method: call.method?.name ?? UNROUTED,
+      protocol: call.protocol,
+      request: call.request,
+      code: codeName(call.code),
+      httpStatus: call.httpStatus,
+      durationMs: elapsedMs(call.started),
+      // Refused before authentication: who sent it is not known.
+      user: "anonymous",
+      sessionId: undefined,
+      bytesIn: call.bytesIn,
+      bytesOut: call.bytesOut,
+    });
+  observers.add(interceptor);
+  return Object.assign(interceptor, { refused });
+}
+
+function elapsedMs(started: number): number {
+  return Math.round((performance.now() - started) * 1000) / 1000;
 }
 
 /** gRPC and gRPC-Web by their content types; whatever else the Connect router took is Connect. */

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import type { Registry } from "prom-client";
+import { Registry } from "prom-client";
 import { parseBasic } from "../auth/basic.js";
 import type { UserDirectory } from "../auth/users.js";
 import { restError, toRestError, type RestError } from "../edge/errors.js";
@@ -11,6 +11,9 @@ interface Res {
   end(data?: string): unknown;
 }
 
+/** The registry of a service that keeps no metrics (`metrics.enabled: false`): /metrics is then not served. */
+export const METRICS_OFF = new Registry();
+
 /** Who may read /metrics: they show the service's load and its users' activity. */
 const METRICS_ROLES = ["administrator", "manager"];
 
@@ -19,6 +22,7 @@ const METRICS_ROLES = ["administrator", "manager"];
  * run: the same user directory checks the Basic credentials, with its failure throttle.
  */
 export function withMetrics(registry: Registry, users: UserDirectory, onInternalError: (err: unknown) => void, next: NodeHandlerFn): NodeHandlerFn {
+  if (registry === METRICS_OFF) return next;
   return (req, anyRes) => {
     const url = req.url ?? "/";
     const q = url.indexOf("?");

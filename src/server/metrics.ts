@@ -19,8 +19,9 @@ const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 
 /**
  * The service's Prometheus metrics, in a registry of its own (two services in one process, as in
- * tests, do not share counters). Labels are bounded sets: service, method, protocol, code — never a
- * session id, a path or a user.
+ * tests, do not share counters). Labels are bounded sets: service, method, protocol, code, direction —
+ * never a session id, a path or a user (a request that reached no RPC is service and method
+ * `unrouted`).
  */
 export class ServiceMetrics {
   readonly registry = new Registry();
@@ -30,7 +31,12 @@ export class ServiceMetrics {
   private readonly evaluationTime = new Histogram({ name: "rock_r_evaluation_duration_seconds", help: "R evaluation duration, as the caller waited for it", buckets: SECONDS, registers: [this.registry] });
   private readonly packages = new Counter({ name: "rock_r_package_operations_total", help: "Package operations by RPC and outcome", labelNames: ["method", "code"], registers: [this.registry] });
   private readonly catalog = new Counter({ name: "rock_catalog_operations_total", help: "Catalogue calls by kind (query, write) and outcome", labelNames: ["kind", "code"], registers: [this.registry] });
-  private readonly bytesIn = new Counter({ name: "rock_request_bytes_total", help: "Request bytes declared by Content-Length (REST uploads included)", labelNames: ["protocol"], registers: [this.registry] });
+  private readonly bytes = new Counter({
+    name: "rock_rpc_bytes_total",
+    help: "Bytes by RPC and protocol: direction=in, the request bodies declared by Content-Length (REST uploads included); direction=out, the response bodies written (downloads included)",
+    labelNames: ["service", "method", "protocol", "direction"],
+    registers: [this.registry],
+  });
   private readonly serverStarts = new Counter({ name: "rock_r_server_starts_total", help: "R server starts; restart=true after a crash", labelNames: ["restart"], registers: [this.registry] });
   private readonly serverCrashes = new Counter({ name: "rock_r_server_crashes_total", help: "R server exits nobody asked for", registers: [this.registry] });
   private readonly sessionsOpened = new Counter({ name: "rock_r_sessions_opened_total", help: "R sessions opened", registers: [this.registry] });
@@ -47,7 +53,8 @@ export class ServiceMetrics {
     const seconds = r.durationMs / 1000;
     this.calls.inc({ service: r.service, method: r.method, protocol: r.protocol, code: r.code });
     this.latency.observe({ service: r.service, method: r.method, protocol: r.protocol }, seconds);
-    if (r.bytesIn !== undefined && r.bytesIn > 0) this.bytesIn.inc({ protocol: r.protocol }, r.bytesIn);
+    if (r.bytesIn !== undefined && r.bytesIn > 0) this.bytes.inc({ service: r.service, method: r.method, protocol: r.protocol, direction: "in" }, r.bytesIn);
+    if (r.bytesOut !== undefined && r.bytesOut > 0) this.bytes.inc({ service: r.service, method: r.method, protocol: r.protocol, direction: "out" }, r.bytesOut);
     if (r.service === RService.typeName) {
       if (EVALUATIONS.has(r.method)) {
         this.evaluations.inc({ code: r.code });

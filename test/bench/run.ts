@@ -3,19 +3,21 @@
  * figure beside a reference measured in the same run.
  *
  *   BENCH_QUICK=1         small counts, 100 MB files (smoke run)
- *   BENCH_ONLY=r|networks one part only
+ *   BENCH_ONLY=r|grpc|networks|observe one part only (observe: what logging and metrics cost a call)
  */
 import os from "node:os";
 import { cleanupAll } from "./cleanup.js";
+import { runGrpcBench } from "./grpc-bench.js";
 import { runNetworksBench } from "./networks-bench.js";
+import { runObserveBench } from "./observe-bench.js";
 import { runRBench } from "./r-bench.js";
 import { render, type Section } from "./report.js";
 import { rWorkerCount } from "./server-process.js";
 
 const quick = ["1", "true", "yes"].includes((process.env.BENCH_QUICK ?? "").toLowerCase());
 const only = process.env.BENCH_ONLY ?? "";
-if (only !== "" && only !== "r" && only !== "networks") {
-  console.error(`BENCH_ONLY must be r or networks, not ${JSON.stringify(only)}`);
+if (only !== "" && only !== "r" && only !== "grpc" && only !== "networks" && only !== "observe") {
+  console.error(`BENCH_ONLY must be r, grpc, networks or observe, not ${JSON.stringify(only)}`);
   process.exit(2);
 }
 
@@ -40,8 +42,10 @@ const rBefore = rWorkerCount();
 const sections: Section[] = [];
 let failed = false;
 try {
-  if (only !== "networks") for (const s of await runRBench({ quick, log })) console.log(render(s)), sections.push(s);
-  if (only !== "r") for (const s of await runNetworksBench({ quick, log })) console.log(render(s)), sections.push(s);
+  if (only === "" || only === "r") for (const s of await runRBench({ quick, log })) console.log(render(s)), sections.push(s);
+  if (only === "" || only === "grpc") for (const s of await runGrpcBench({ quick, log })) console.log(render(s)), sections.push(s);
+  if (only === "" || only === "networks") for (const s of await runNetworksBench({ quick, log })) console.log(render(s)), sections.push(s);
+  if (only === "" || only === "observe") for (const s of await runObserveBench({ quick, log })) console.log(render(s)), sections.push(s);
 } catch (e) {
   failed = true;
   if (!interrupted) console.error(e);

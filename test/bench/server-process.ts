@@ -34,6 +34,8 @@ export interface ServerProcessOptions {
   /** ROCK_R_START: true waits for GET /_check = 200, false for GET /_info = 200. */
   readonly rStart: boolean;
   readonly timeoutMs?: number;
+  /** More ROCK_* settings for this server. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** Synchronous last resort on exit: whatever is still alive of the servers started here. */
@@ -58,6 +60,7 @@ export async function startServerProcess(o: ServerProcessOptions): Promise<Serve
       ROCK_DATA_DIR: dataDir,
       ROCK_USERS: BENCH_USERS,
       ROCK_R_START: String(o.rStart),
+      ...o.env,
     },
   });
   const pid = child.pid;

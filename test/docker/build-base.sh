@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a local stand-in for node:20-bookworm-slim, for machines that cannot pull base images from a
-# registry but can reach Debian's mirror: debootstrap a minimal Debian bookworm, copy this host's Node 20
-# (and its npm) into it, and `docker import` the result as $ROCK_BASE_TAG.
+# registry but can reach Debian's mirror: debootstrap a minimal Debian bookworm, make it slim as
+# debian:bookworm-slim is, copy this host's Node 20 (and its npm) where the official image has them, and
+# `docker import` the result as $ROCK_BASE_TAG.
 #
 #   test/docker/build-base.sh                 # builds rock-ts-base:node20-bookworm unless it exists
 #   ROCK_BASE_REBUILD=1 test/docker/build-base.sh
@@ -56,6 +57,34 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
 rm -rf "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/var/cache/apt/archives/*.deb
 
+# What makes debian:bookworm-slim "slim" (debuerreotype's minimizing config and slimify), so that the
+# Dockerfile meets here what it meets on node:20-bookworm-slim: no services started by apt, apt's caches
+# cleaned after each install, no translations, and no docs, man pages or locales (kept out by dpkg too).
+printf '#!/bin/sh\nexit 101\n' >"$ROOTFS/usr/sbin/policy-rc.d" && chmod 0755 "$ROOTFS/usr/sbin/policy-rc.d"
+echo force-unsafe-io >"$ROOTFS/etc/dpkg/dpkg.cfg.d/docker-apt-speedup"
+echo 'Apt::AutoRemove::SuggestsImportant "false";' >"$ROOTFS/etc/apt/apt.conf.d/docker-autoremove-suggests"
+CLEAN='"rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true";'
+printf 'DPkg::Post-Invoke { %s };\nAPT::Update::Post-Invoke { %s };\nDir::Cache::pkgcache "";\nDir::Cache::srcpkgcache "";\n' \
+  "$CLEAN" "$CLEAN" >"$ROOTFS/etc/apt/apt.conf.d/docker-clean"
+echo 'Acquire::GzipIndexes "true";' >"$ROOTFS/etc/apt/apt.conf.d/docker-gzip-indexes"
+echo 'Acquire::Languages "none";' >"$ROOTFS/etc/apt/apt.conf.d/docker-no-languages"
+SLIM_EXCLUDES="/usr/share/doc /usr/share/groff /usr/share/info /usr/share/linda /usr/share/lintian/overrides /usr/share/locale /usr/share/man"
+{
+  echo '# the "slim" variant of the Debian base image (as debuerreotype-slimify writes it)'
+  for d in $SLIM_EXCLUDES; do echo "path-exclude $d/*"; done
+  for i in '/usr/share/doc/*/copyright' /usr/share/locale/locale.alias /usr/share/locale/languages \
+           /usr/share/locale/all_languages '/usr/share/locale/currency/*' '/usr/share/locale/l10n/*'; do
+    echo "path-include $i"
+  done
+} >"$ROOTFS/etc/dpkg/dpkg.cfg.d/docker"
+# Inside the new root, where its absolute symlinks point.
+for d in $SLIM_EXCLUDES; do
+  [ -d "$ROOTFS$d" ] || continue
+  chroot "$ROOTFS" find "$d" -depth -mindepth 1 -not \( -type d -o -type l \) \
+    -not -path '/usr/share/doc/*/copyright' -not -path /usr/share/locale/locale.alias -delete
+  chroot "$ROOTFS" find "$d" -depth -mindepth 1 \( -xtype l -o -type d -empty \) -delete
+done
+
 # This host's own CAs (/usr/local/share/ca-certificates: a TLS-intercepting egress proxy's, a company's),
 # so that CRAN and the npm registry verify inside the build as they do on the host. The Dockerfile's
 # `apt-get install ca-certificates` adds them to /etc/ssl/certs/ca-certificates.crt, which R (libcurl)
@@ -73,7 +102,10 @@ mkdir -p "$ROOTFS/usr/local/lib/node_modules"
 cp -a "$NPM_DIR" "$ROOTFS/usr/local/lib/node_modules/npm"
 ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$ROOTFS/usr/local/bin/npm"
 ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$ROOTFS/usr/local/bin/npx"
+ln -sf node "$ROOTFS/usr/local/bin/nodejs"
 chroot "$ROOTFS" /usr/local/bin/node --version >/dev/null   # runs inside the new root
+# The official image's user `node` (1000:1000), so that uid/gid 1000 are taken here as there.
+chroot "$ROOTFS" sh -c 'getent passwd node >/dev/null || { groupadd --gid 1000 node && useradd --uid 1000 --gid node --shell /bin/bash --create-home node; }'
 
 echo "importing $ROOTFS as $TAG"
 tar -C "$ROOTFS" --numeric-owner -c . | docker import \

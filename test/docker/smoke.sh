@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
 # Smoke test of the container image on a fresh machine (not part of `npm test`): `npm run smoke:docker`.
 #
-# Builds the image (on a local base built with debootstrap when node:20-bookworm-slim is not present and
-# ROCK_BASE is not given), runs it as compose.yaml does (root, every capability dropped but the ones
-# session isolation needs, no-new-privileges) with Rock's environment, waits for the health check, then
-# over HTTP: /_info, a session as the configured user, `1+1`, the session's uid (not 0), an upload and its
-# download, rockr (the CRAN client, when the host has Rscript and rockr), and a `docker stop` that must
-# end in a clean drain (exit 0, no SIGKILL). Removes its container and volume; keeps the images (cache).
+# Builds the image (on node:20-bookworm-slim when that image is present or ROCK_BASE names a base, else on
+# the local stand-in test/docker/build-base.sh makes with debootstrap), then:
+# 1. each capability the service relies on, dropped alone: the start is refused (exit 1) with a message
+#    naming it;
+# 2. the same runs with that start check bypassed (the service started without its command line): the step
+#    that needs the capability fails where it is used, and no session ever evaluates as root;
+# 3. a run as compose.yaml does it (root, every capability dropped but those, no-new-privileges) with
+#    Rock's environment: the health check, then over HTTP /_info, a session as the configured user, `1+1`,
+#    the session's uid (not 0), an interrupt, an upload and its download, a session folder made sticky
+#    removed with the session, rockr (the CRAN client, when the host has Rscript and rockr), a `docker stop`
+#    that must end in a clean drain (exit 0, no SIGKILL), and a restart on the same volume.
+# Removes its containers and volumes; keeps the images (cache).
 #
 # Exits 0 with "SKIP: <reason>" when no Docker engine can be used, 1 on the first failed check.
 # Variables: ROCK_BASE (base image), ROCK_SMOKE_IMAGE (tag, default rock-ts:smoke), ROCK_SMOKE_NO_BUILD=1
 # (use the existing image), ROCK_SMOKE_DOCKERD=0 (never start dockerd), ROCK_SMOKE_CAPS (the capabilities
-# added after --cap-drop ALL; default as compose.yaml).
+# added after --cap-drop ALL; default as compose.yaml; parts 1 and 2 drop each of them in turn).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 IMAGE="${ROCK_SMOKE_IMAGE:-rock-ts:smoke}"
+CAPS="${ROCK_SMOKE_CAPS-SETUID SETGID KILL CHOWN DAC_OVERRIDE FOWNER}"
 NAME="rock-ts-smoke-$$"
 VOLUME="rock-ts-smoke-$$"
+LABEL="rock-ts-smoke=$$"
 STARTED_DOCKERD=""
 WORK="$(mktemp -d)"
 
@@ -26,16 +34,21 @@ ok() { printf 'ok %s\n' "$*"; }
 fail() { printf 'FAIL: %s\n' "$*" >&2; dump; exit 1; }
 skip() { printf 'SKIP: %s\n' "$*"; exit 0; }
 dump() {
-  if docker inspect "$NAME" >/dev/null 2>&1; then
-    echo "---- container logs (last 40 lines) ----" >&2
-    docker logs --tail 40 "$NAME" >&2 2>&1 || true
+  if docker inspect "${DUMP:-$NAME}" >/dev/null 2>&1; then
+    echo "---- logs of ${DUMP:-$NAME} (last 40 lines) ----" >&2
+    docker logs --tail 40 "${DUMP:-$NAME}" >&2 2>&1 || true
   fi
 }
 cleanup() {
-  docker rm -f "$NAME" >/dev/null 2>&1 || true
-  docker volume rm "$VOLUME" >/dev/null 2>&1 || true
+  if [ -n "$STARTED_DOCKERD" ] || docker info >/dev/null 2>&1; then
+    docker ps -aq --filter "label=$LABEL" | xargs -r docker rm -f -v >/dev/null 2>&1 || true
+    docker volume rm "$VOLUME" >/dev/null 2>&1 || true
+  fi
   rm -rf "$WORK"
-  if [ -n "$STARTED_DOCKERD" ]; then kill "$STARTED_DOCKERD" 2>/dev/null || true; fi
+  if [ -n "$STARTED_DOCKERD" ]; then
+    kill "$STARTED_DOCKERD" 2>/dev/null || true
+    wait "$STARTED_DOCKERD" 2>/dev/null || true
+  fi
 }
 trap cleanup EXIT
 
@@ -79,19 +92,155 @@ fi
 size=$(docker image inspect -f '{{.Size}}' "$IMAGE")
 ok "image $IMAGE: $((size / 1000000)) MB"
 
-# ---- run it as compose.yaml does (ROCK_SMOKE_CAPS overrides the capabilities, to see which are needed)
-RUN_SECURITY="--cap-drop ALL --security-opt no-new-privileges:true"
-for cap in ${ROCK_SMOKE_CAPS-SETUID SETGID KILL CHOWN DAC_OVERRIDE FOWNER}; do RUN_SECURITY+=" --cap-add $cap"; done
+# ---- helpers for the runs below
+# --cap-drop ALL, then the capabilities given, as compose.yaml does.
+security() { local s="--cap-drop ALL --security-opt no-new-privileges:true" c; for c in "$@"; do s+=" --cap-add $c"; done; echo "$s"; }
+# $CAPS without $1.
+caps_without() { local c out=(); for c in $CAPS; do [ "$c" = "$1" ] || out+=("$c"); done; echo "${out[*]:-}"; }
+port_of() { docker port "$1" 8085/tcp | head -1 | sed 's/.*://'; }
+# Exit code of container $1 once it ended, within $2 s; "running" when it did not end.
+exit_code_of() {
+  for _ in $(seq "$2"); do
+    [ "$(docker inspect -f '{{.State.Status}}' "$1")" = exited ] && { docker inspect -f '{{.State.ExitCode}}' "$1"; return 0; }
+    sleep 1
+  done
+  echo running
+}
+# Once container $1 logged the end of its R server's start (done or failed, within 60 s), /_check at $2
+# until it answers 200, three times at most; prints its last status, or "none" without a start logged.
+wait_r() {
+  local code=none
+  for _ in $(seq 60); do docker logs "$1" 2>&1 | grep -q '"msg":"R server start' && { code=""; break; }; sleep 1; done
+  [ "$code" = none ] && { echo none; return 0; }
+  for _ in 1 2 3; do
+    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$2/_check")"
+    [ "$code" = 200 ] && break
+    sleep 1
+  done
+  echo "$code"
+}
+json_field() { sed -n "s/.*\"$1\": *\"\\{0,1\\}\\([^\",}]*\\).*/\\1/p" | head -1; }
+# POST /r/sessions as $2 (user:password) at $1: "<status> <session id>".
+open_session() {
+  local body
+  body="$(curl -s -u "$2" -X POST -w '\n%{http_code}' "$1/r/sessions")"
+  echo "$(echo "$body" | tail -1) $(echo "$body" | head -n -1 | json_field id)"
+}
+# Evaluates $4 in session $3 at $1 as $2; prints the answer (the error body when R failed).
+eval_in() { curl -sS -u "$2" -H 'Content-Type: application/x-rscript' -H 'Accept: application/json' --data-binary "$4" "$1/r/session/$3/_eval"; }
+# R code making a folder with a file in it, then the folder sticky (chmod 1777): only the file's owner,
+# the folder's owner or CAP_FOWNER can remove that file, so root needs FOWNER to remove the session.
+STICKY_R='dir.create("sticky"); writeLines("x", "sticky/f"); Sys.chmod("sticky", "1777", use_umask = FALSE); format(file.info("sticky")$mode)'
+# Evaluates `Sys.sleep(8)` in session $3 at $1 as $2, interrupts it after 1 s; prints "<seconds> <answer>".
+interrupted_eval() {
+  local start=$SECONDS answer
+  eval_in "$1" "$2" "$3" 'Sys.sleep(8); "ran to its end"' >"$WORK/interrupt.out" 2>&1 &
+  local pid=$!
+  sleep 1
+  curl -fsS -u "$2" -X POST "$1/r/session/$3/_interrupt" >"$WORK/interrupt.answer" || true
+  wait "$pid" || true
+  answer="$(cat "$WORK/interrupt.out")"
+  echo "$((SECONDS - start)) $answer"
+}
+# The service's first error line mentioning $2 in the logs of container $1.
+error_line() { docker logs "$1" 2>&1 | grep '"level":"error"' | grep -m1 -o "$2[^\\\"]*" || true; }
+
+# ---- 1. each capability dropped alone: the start is refused, naming it
+say "part 1: each of [$CAPS] dropped alone (and none added): the start must be refused, naming it"
+for cap in $CAPS NONE; do
+  if [ "$cap" = NONE ]; then name="$NAME-caps-none"; kept=""; else name="$NAME-no-$cap"; kept="$(caps_without "$cap")"; fi
+  # shellcheck disable=SC2046
+  docker run -d --name "$name" --label "$LABEL" $(security $kept) \
+    -e ROCK_ADMINISTRATOR_NAME=admin -e ROCK_ADMINISTRATOR_PASSWORD=admin "$IMAGE" >/dev/null
+done
+for cap in $CAPS NONE; do
+  if [ "$cap" = NONE ]; then name="$NAME-caps-none"; else name="$NAME-no-$cap"; fi
+  code="$(exit_code_of "$name" 60)"
+  [ "$code" = 1 ] || DUMP="$name" fail "without $cap: exit status $code, not 1 (the start should have been refused)"
+  message="$(docker logs "$name" 2>&1 | grep -m1 '^rock-ts: the service runs as root' || true)"
+  [ -n "$message" ] || DUMP="$name" fail "without $cap: no message saying which capability is missing"
+  if [ "$cap" = NONE ]; then
+    for c in $CAPS; do echo "$message" | grep -q "lacks .*$c" || fail "with none added, the message does not name $c: $message"; done
+    ok "none added: refused, exit 1: $(echo "$message" | grep -o 'lacks [A-Z_, ]*')"
+  else
+    echo "$message" | grep -q "lacks $cap (" || fail "without $cap, the message names something else: $message"
+    ok "without $cap: refused, exit 1: $(echo "$message" | grep -o "lacks $cap ([^;)]*")"
+  fi
+  docker rm -f -v "$name" >/dev/null
+done
+
+# ---- 2. the same without the start check: where each capability is used, its absence is loud
+# What src/main.ts does after the command line (which holds the check): load the configuration, start,
+# handle SIGTERM (which also keeps what startRock returns reachable: dropped, sessions die when it is
+# collected). A module file, not `node -e`: worker threads inherit node's options, --input-type breaks them.
+UNCHECKED='const { loadConfig } = await import("/app/src/config/load.ts");
+const { createLogger } = await import("/app/src/server/logger.ts");
+const { startRock } = await import("/app/src/compose.ts");
+const { installSignalHandlers } = await import("/app/src/shutdown.ts");
+const config = loadConfig(undefined);
+const logger = createLogger(config.log);
+installSignalHandlers(await startRock(config, { logger }), logger);'
+say "part 2: each dropped alone, the start check bypassed: the step needing it must fail, no session as root"
+for cap in $CAPS; do
+  # shellcheck disable=SC2046
+  docker run -d --name "$NAME-deep-$cap" --label "$LABEL" $(security $(caps_without "$cap")) -p 127.0.0.1::8085 \
+    -e ROCK_ADMINISTRATOR_NAME=admin -e ROCK_ADMINISTRATOR_PASSWORD=admin \
+    --entrypoint /usr/bin/tini "$IMAGE" -s -- \
+    sh -c 'printf "%s\n" "$0" >/tmp/unchecked.mjs && exec node --import tsx /tmp/unchecked.mjs' "$UNCHECKED" >/dev/null
+done
+for cap in $CAPS; do
+  name="$NAME-deep-$cap"
+  url="http://127.0.0.1:$(port_of "$name")"
+  check="$(wait_r "$name" "$url")"
+  [ "$check" != none ] || DUMP="$name" fail "without $cap, unchecked: the R server's start was not logged within 60 s"
+  read -r status sid <<<"$(open_session "$url" admin:admin)"
+  if [ "${status:0:1}" = 2 ]; then
+    # A session that opened must run as a uid of its own whatever is missing.
+    uid="$(eval_in "$url" admin:admin "$sid" 'unix::getuid()' | tr -d '[] \n')"
+    case "$uid" in ''|*[!0-9]*|0) DUMP="$name" fail "without $cap: a session opened and evaluates as uid '$uid'" ;; esac
+  fi
+  case "$cap" in
+    SETUID|SETGID|CHOWN|DAC_OVERRIDE)
+      [ "$check" != 200 ] || DUMP="$name" fail "without $cap: /_check answers 200"
+      [ "${status:0:1}" != 2 ] || DUMP="$name" fail "without $cap: a session opened (as uid $uid)"
+      case "$cap" in SETUID|SETGID) why="$(error_line "$name" 'Error: spawn EPERM')" ;; CHOWN) why="$(error_line "$name" 'Error: EPERM: operation not permitted, chown')" ;; *) why="$(error_line "$name" 'Error: EACCES: permission denied')" ;; esac
+      [ -n "$why" ] || DUMP="$name" fail "without $cap: the service logged no error saying why sessions fail"
+      ok "without $cap, unchecked: no session opens (POST /r/sessions $status, /_check $check), logged: ${why:0:90}"
+      ;;
+    KILL)
+      [ "${status:0:1}" = 2 ] || DUMP="$name" fail "without KILL: no session ($status)"
+      read -r took answer <<<"$(interrupted_eval "$url" admin:admin "$sid")"
+      [ "$took" -ge 6 ] || DUMP="$name" fail "without KILL an interrupt worked (${took} s: $answer): KILL may not be needed"
+      ok "without KILL, unchecked: sessions run as uid $uid, but an interrupt is lost (the evaluation ran ${took} s: $answer; /_interrupt said $(cat "$WORK/interrupt.answer")): the service cannot signal another uid"
+      ;;
+    FOWNER)
+      [ "${status:0:1}" = 2 ] || DUMP="$name" fail "without FOWNER: no session ($status)"
+      eval_in "$url" admin:admin "$sid" "$STICKY_R" >/dev/null
+      deleted="$(curl -s -o /dev/null -w '%{http_code}' -u admin:admin -X DELETE "$url/r/session/$sid")"
+      docker exec "$name" test -e "/data/sessions/$sid/work/sticky/f" ||
+        DUMP="$name" fail "without FOWNER the sticky folder of a session was removed (DELETE $deleted): FOWNER may not be needed"
+      [ "${deleted:0:1}" != 2 ] || DUMP="$name" fail "without FOWNER, DELETE answered $deleted although the session's folder was left"
+      ok "without FOWNER, unchecked: sessions run as uid $uid, but one that made its folder sticky is not removed (DELETE $deleted, its folder left, logged: $(error_line "$name" 'Error: [A-Z]*: ' | head -c 60))"
+      ;;
+    *)
+      ok "without $cap, unchecked: POST /r/sessions $status, /_check $check (no expectation for $cap)"
+      ;;
+  esac
+  docker rm -f -v "$name" >/dev/null
+done
+
+# ---- 3. run it as compose.yaml does
+say "part 3: the full set [$CAPS]"
 USER_PW="$(head -c 18 /dev/urandom | base64 | tr -d '/+=')"
-docker volume create "$VOLUME" >/dev/null
-docker run -d --name "$NAME" $RUN_SECURITY \
+docker volume create --label "$LABEL" "$VOLUME" >/dev/null
+# shellcheck disable=SC2046
+docker run -d --name "$NAME" --label "$LABEL" $(security $CAPS) \
   -p 127.0.0.1::8085 -v "$VOLUME:/data" \
   -e ROCK_ID=smoke-node -e ROCK_CLUSTER=smoke -e ROCK_TAGS=docker,smoke \
   -e ROCK_ADMINISTRATOR_NAME=admin -e ROCK_ADMINISTRATOR_PASSWORD=admin \
   -e ROCK_USER_NAME=smoke-user -e ROCK_USER_PASSWORD="$USER_PW" \
   "$IMAGE" >/dev/null
-PORT="$(docker port "$NAME" 8085/tcp | head -1 | sed 's/.*://')"
-URL="http://127.0.0.1:$PORT"
+URL="http://127.0.0.1:$(port_of "$NAME")"
 say "container $NAME at $URL"
 
 say "waiting for the health check"
@@ -107,7 +256,6 @@ done
 ok "healthy"
 
 # ---- checks over HTTP
-json_field() { sed -n "s/.*\"$1\": *\"\\{0,1\\}\\([^\",}]*\\).*/\\1/p" | head -1; }
 USER_AUTH="smoke-user:$USER_PW"
 
 info="$(curl -fsS "$URL/_info")" || fail "/_info"
@@ -145,6 +293,13 @@ secret="$(r_eval 'tryCatch(readLines("/proc/1/environ"), error = function(e) "re
 echo "$secret" | grep -q "$USER_PW" && fail "a session reads the service's environment"
 ok "a session cannot read the service's environment"
 
+# KILL: the service signals a process of another uid.
+read -r took answer <<<"$(interrupted_eval "$URL" "$USER_AUTH" "$SID")"
+echo "$answer" | grep -q 'interrupted' || fail "an interrupt did not interrupt Sys.sleep(8) (${took} s): $answer"
+[ "$took" -le 4 ] || fail "the interrupt took effect only after ${took} s"
+[ "$(r_eval '1+1' | tr -d '[] \n')" = 2 ] || fail "the session does not answer after an interrupt"
+ok "interrupt: Sys.sleep(8) ended after ${took} s ($answer), the session lives on"
+
 head -c 4096 /dev/urandom >"$WORK/up.bin"
 up="$(curl -fsS -u "$USER_AUTH" -F "file=@$WORK/up.bin" "$URL/r/session/$SID/_upload?path=smoke/up.bin")" ||
   fail "upload"
@@ -155,8 +310,11 @@ owner="$(r_eval 'file.info("smoke/up.bin")$uid' | tr -d '[] \n')"
 [ "$owner" = "$uid" ] || fail "uploaded file owned by $owner, not the session's uid $uid"
 ok "upload and download of 4096 bytes, file owned by uid $owner"
 
+# FOWNER: the session's folder goes with it, even a part the session made sticky.
+mode="$(r_eval "$STICKY_R")" || fail "making a sticky folder in the session"
 curl -fsS -u "$USER_AUTH" -X DELETE "$URL/r/session/$SID" >/dev/null || fail "delete the session"
-ok "session deleted"
+docker exec "$NAME" test ! -e "/data/sessions/$SID" || fail "the folder of session $SID is left after DELETE"
+ok "session deleted, its folder removed (with a sticky folder in it, mode $mode)"
 
 # rockr, the R client from CRAN, with test/interop/rockr-client.R (user admin/admin as it expects).
 if command -v Rscript >/dev/null 2>&1 && Rscript -e 'quit(status = !requireNamespace("rockr", quietly = TRUE))' >/dev/null 2>&1; then
@@ -181,7 +339,8 @@ ok "docker stop: drained and exited 0 in ${took} s"
 
 # ---- the volume keeps the data: a second container on it starts healthy
 docker rm "$NAME" >/dev/null
-docker run -d --name "$NAME" $RUN_SECURITY -v "$VOLUME:/data" \
+# shellcheck disable=SC2046
+docker run -d --name "$NAME" --label "$LABEL" $(security $CAPS) -v "$VOLUME:/data" \
   -e ROCK_ADMINISTRATOR_NAME=admin -e ROCK_ADMINISTRATOR_PASSWORD=admin "$IMAGE" >/dev/null
 for _ in $(seq 120); do
   status="$(docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{end}}' "$NAME")"

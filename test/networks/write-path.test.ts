@@ -6,7 +6,7 @@ import { KeyedMutex } from "../../src/networks/keyed-mutex.js";
 import type { NetworkInput, RevisionStatus } from "../../src/networks/model.js";
 import { indexEntryOf } from "../../src/networks/search-entry.js";
 import { revisionJson } from "../../src/networks/store.js";
-import { sortedWords, words } from "../../src/networks/text.js";
+import { fold, foldByRegex, sortedWords, words } from "../../src/networks/text.js";
 import { openTempCatalog } from "./support.js";
 
 /**
@@ -90,9 +90,18 @@ describe("network catalogue write path", () => {
       expect(JSON.stringify(reused)).to.equal(JSON.stringify(indexEntryOf(record)));
       expect(reused.words).to.equal(before.entry.words);
     }
-    // Another document (even equal in content) is indexed afresh.
+    // Another document (even equal in content) is indexed afresh, but for the words of the same texts.
     const other = { document: { ...r.document, name: en("Other") }, state: r.state };
     expect(indexEntryOf(other, before)).to.deep.equal(indexEntryOf(other));
+    expect(indexEntryOf(other, before).words).to.not.equal(before.entry.words);
+    const sameTexts = { document: { ...r.document, name: r.document.name.map((l) => ({ ...l })), model: { size: 9 } }, state: r.state };
+    const reused = indexEntryOf(sameTexts, before);
+    expect(reused).to.deep.equal(indexEntryOf(sameTexts));
+    expect(reused.words).to.equal(before.entry.words);
+    for (const name of [en("Health cohort 1"), [...r.document.name].reverse(), [{ lang: "en", value: "Health cohort 1" }, { lang: "fr", value: "Réseau santé 2" }]]) {
+      const changed = { document: { ...r.document, name }, state: r.state };
+      expect(indexEntryOf(changed, before), JSON.stringify(name)).to.deep.equal(indexEntryOf(changed));
+    }
   });
 
   it("answers lists exactly while writes are in flight and their index changes pending", async () => {
@@ -194,5 +203,29 @@ describe("words", () => {
     expect(words("Santé <b>publique</b>, SANTE 2 x² e\u0301cole")).to.deep.equal(["sante", "publique", "sante", "2", "x²", "ecole"]);
     expect(sortedWords("b a B <i>a</i> é e")).to.deep.equal(["a", "b", "e"]);
     expect(words("")).to.deep.equal([]);
+  });
+
+  it("fold and split as their regular-expression definitions do, on any text", () => {
+    const wordsByRegex = (text: string) => foldByRegex(text.replace(/<[^>]*>/g, " ")).match(/[\p{L}\p{N}]+/gu) ?? [];
+    // Pieces that take every branch of the scans: ASCII, Latin accents precomposed and decomposed,
+    // marks outside U+0300–U+036F, letters without ASCII folding, other scripts, a final sigma,
+    // surrogate pairs and lone surrogates, tags and stray brackets, separators.
+    const pieces = [
+      "a", "Z", "7", " ", "-", ".", "'", "<", ">", "<b>", "é", "E\u0301", "\u0327", "\u0300\u0301", "ß", "ø", "Æ", "İ", "K",
+      "ΑΣ", "Σ", "ς", "д", "Ж", "\u05b0", "\u0903", "\u20dd", "\u3099", "か\u3099", "ｶ", "²", "Ⅻ", "𝔘", "😀", "\ud800", "\udfff", "ª", "\u00a0", "\u200b",
+    ];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let n = 0; n < 3000; n++) {
+      let text = "";
+      const length = Math.floor(next() * 12);
+      for (let k = 0; k < length; k++) text += pieces[Math.floor(next() * pieces.length)];
+      expect(fold(text), JSON.stringify(text)).to.equal(foldByRegex(text));
+      expect(words(text), JSON.stringify(text)).to.deep.equal(wordsByRegex(text));
+      const sorted = [...new Set(wordsByRegex(text))].sort();
+      expect(sortedWords(text), JSON.stringify(text)).to.deep.equal(sorted);
+    }
+    const long = Array.from({ length: 200 }, (_, k) => `Word${(k * 7919) % 61} é${k % 5}`).join(" ");
+    expect(sortedWords(long)).to.deep.equal([...new Set(wordsByRegex(long))].sort());
   });
 });

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { MAX_LINE_CHARS } from "../../src/r/console-log.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { rest } from "../support/clients.js";
-import { startRig, until, type Rig } from "./support.js";
+import type { EvalEvent } from "../../src/r/child.js";
+import { startRig, text, until, type Rig } from "./support.js";
 
 const RSCRIPT = { "content-type": "application/x-rscript" };
 const LOG_MAX_BYTES = 1_000_000;
@@ -55,6 +56,49 @@ describe("big results and printed output", () => {
       const files = readdirSync(rig.dataDir).filter((name) => name.startsWith("rserver.log")).sort();
       expect(files).to.deep.equal(["rserver.log", "rserver.log.1", "rserver.log.2"]);
       for (const name of files) expect(statSync(join(rig.dataDir, name)).size, name).to.be.at.most(LOG_MAX_BYTES);
+    });
+  });
+
+  describe("JSON texts R writes straight from its string (T frames, from 64 KiB)", () => {
+    let rig: Rig;
+    before(async () => {
+      rig = await startRig();
+    });
+    after(async () => rig?.close());
+
+    /** `x`'s JSON as the service answers it, and the md5 of the same text as R makes it. */
+    const bothSides = async (x: string) => {
+      const session = await rig.engine.createSession("alice");
+      await session.eval(text(`x <- ${x}; NULL`), "json");
+      const digest = await session.eval(
+        text("f <- tempfile(); writeBin(charToRaw(enc2utf8(as.character(jsonlite::toJSON(x, auto_unbox=TRUE, null='null', na='null', digits=NA)))), f); d <- unname(tools::md5sum(f)); unlink(f); d"),
+        "json",
+      );
+      return { session, want: JSON.parse(digest.toString()) as string };
+    };
+
+    it("answers byte-identical JSON on both sides of the bound and far beyond it", async () => {
+      // "aaa…" is its length + 2 bytes of JSON: 65,535 goes in one V frame, 65,536 on in a T frame.
+      for (const bytes of [65_535, 65_536, 65_537, 4_000_000]) {
+        const { session, want } = await bothSides(`strrep("a", ${bytes - 2})`);
+        const value = await session.eval(text("x"), "json");
+        expect(value.length, `${bytes} bytes`).to.equal(bytes);
+        expect(md5(value), `${bytes} bytes`).to.equal(want);
+      }
+    });
+
+    it("keeps multi-byte UTF-8 intact, in plain, live and asynchronous evaluations", async () => {
+      const { session, want } = await bothSides(`c(strrep("é€𝄞", 30000), "ok")`);
+      expect(md5(await session.eval(text("x"), "json"))).to.equal(want);
+      const events: EvalEvent[] = [];
+      expect(md5(await session.eval(text("cat('before'); x"), "json", (e) => events.push(e)))).to.equal(want);
+      expect(events).to.deep.equal([{ kind: "output", text: "before" }]);
+      const command = session.submitEval(text("x"), "json");
+      await command.wait(10_000);
+      expect(command.status).to.equal("COMPLETED");
+      expect(md5(command.result!)).to.equal(want);
+      // The session goes on: the frame ended where R said.
+      expect((await session.eval(text("1 + 1"), "json")).toString()).to.equal("2");
     });
   });
 

@@ -1,14 +1,16 @@
 import { expect } from "chai";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { ConnectError, Code } from "@connectrpc/connect";
-import { mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { linkSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
 import { UploadFileRequestSchema } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { DOWNLOAD_CHUNK_BYTES, openDownload, Upload } from "../../src/r/files.js";
 import type { RSession } from "../../src/r/session.js";
-import { caller, collect, ctxOf, startRig, text, type Rig } from "./support.js";
+import { caller, collect, ctxOf, startRig, text, until, type Rig } from "./support.js";
 
 const alice = caller("alice", "user");
 
@@ -96,8 +98,8 @@ describe("session files", function () {
     expect(readdirSync(session.dirs.home).sort()).to.deep.equal(["tmp", "work"]);
   });
 
-  it("downloads in chunks, refusing missing files, folders and paths leaving the root", async () => {
-    const big = "0123456789abcdef".repeat(40_000);
+  it("downloads in chunks, refusing missing files, folders, FIFOs and paths leaving the root", async () => {
+    const big = "0123456789abcdef".repeat((DOWNLOAD_CHUNK_BYTES * 2.5) / 16);
     writeFileSync(join(session.dirs.work, "big.txt"), big);
     const chunks = await collect(
       rig.handlers.downloadFile!(
@@ -113,9 +115,63 @@ describe("session files", function () {
     expect(await refusal(download("missing.txt"))).to.equal("File does not exist");
     mkdirSync(join(session.dirs.work, "d"));
     expect(await refusal(download("d"))).to.equal("File is a directory");
+    // Opened for reading, a FIFO nobody writes to would hold the download (and a thread) for ever.
+    execFileSync("mkfifo", [join(session.dirs.work, "pipe")]);
+    expect(await refusal(download("pipe"))).to.equal("Source file path is not valid");
     expect(await refusal(download("../../../../etc/passwd"))).to.equal("Source file path is not valid");
     symlinkSync(join(outside, "secret.txt"), join(session.dirs.work, "leak"));
     expect(await refusal(download("leak"))).to.equal("Source file path is not valid");
+  });
+
+  describe("for a session that is not isolated (its files are the service's own)", () => {
+    let home: string;
+    const dirs = () => ({ home, work: join(home, "work"), tmp: join(home, "tmp") });
+    beforeEach(async () => {
+      home = await mkdtemp(join(tmpdir(), "rock-files-plain-"));
+      mkdirSync(join(home, "work"));
+      mkdirSync(join(home, "tmp"));
+    });
+    afterEach(async () => rm(home, { recursive: true, force: true }));
+
+    const store = async (path: string, content: string, overwrite = true) => {
+      const upload = new Upload(home);
+      try {
+        await upload.write(text(content));
+        return await upload.commit({ root: join(home, "work"), path, overwrite });
+      } finally {
+        await upload.discard();
+      }
+    };
+    const read = async (path: string) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of await openDownload(dirs(), false, path)) chunks.push(chunk);
+      return Buffer.concat(chunks).toString();
+    };
+
+    it("stores, replaces (a file and a symlink itself) and reads back, leaving nothing staged", async () => {
+      expect(await store("a/f.txt", "first")).to.deep.equal({ path: "a/f.txt", size: 5 });
+      await store("a/f.txt", "second");
+      expect(await read("a/f.txt")).to.equal("second");
+      symlinkSync("f.txt", join(home, "work/a/link.txt"));
+      await store("a/link.txt", "third");
+      expect(await read("a/f.txt")).to.equal("second");
+      expect(await read("a/link.txt")).to.equal("third");
+      expect(readdirSync(home).sort()).to.deep.equal(["tmp", "work"]);
+      expect(readdirSync(join(home, "work/a")).sort()).to.deep.equal(["f.txt", "link.txt"]);
+    });
+
+    it("keeps the file it would replace when the upload cannot go in its place", async () => {
+      await store("keep.txt", "kept");
+      const upload = new Upload(home);
+      await upload.write(text("lost"));
+      // Its staging file removed behind the service's back: the old file is set aside, then the move fails.
+      const staged = () => readdirSync(home).filter((n) => n.startsWith(".upload-"));
+      await until(() => staged().length === 1);
+      rmSync(join(home, staged()[0]!));
+      expect(await refusal(upload.commit({ root: join(home, "work"), path: "keep.txt", overwrite: true }))).to.equal("Destination folder is not valid");
+      expect(await read("keep.txt")).to.equal("kept");
+      expect(readdirSync(home).sort()).to.deep.equal(["tmp", "work"]);
+    });
   });
 
   describe("against a session racing its own paths (isolated sessions)", () => {
@@ -133,15 +189,59 @@ describe("session files", function () {
       expect(readdirSync(outside)).to.deep.equal(["secret.txt"]);
     });
 
+    /**
+     * Downloads of `sub/x.txt` while the session flips `sub`: what each answered, counted. The window
+     * between the path check and the open is a few microseconds; a root open of the checked path hits
+     * it some ten times in 3,000 tries (150 never did).
+     */
+    const raceDownloads = async (): Promise<Map<string, number>> => {
+      const seen = new Map<string, number>();
+      for (let i = 0; i < 3000; i++) {
+        const got = await download("sub/x.txt").catch(() => "refused");
+        seen.set(got, (seen.get(got) ?? 0) + 1);
+      }
+      // Both states of `sub` were met: the race really ran.
+      expect(seen.get("mine\n") ?? 0, "downloads of the real folder").to.be.greaterThan(0);
+      expect(seen.get("refused") ?? 0, "refusals of the symlink").to.be.greaterThan(0);
+      return seen;
+    };
+
     it("never reads outside the session when a checked folder is swapped for a symlink", async () => {
       writeFileSync(join(outside, "x.txt"), "root's secret", { mode: 0o600 });
       try {
         await session.eval(text(flipSub(outside)), "json");
-        const seen = new Set<string>();
-        for (let i = 0; i < 150; i++) seen.add(await download("sub/x.txt").catch(() => "refused"));
-        expect([...seen].filter((s) => s !== "mine\n" && s !== "refused")).to.deep.equal([]);
+        const seen = await raceDownloads();
+        expect([...seen.keys()].filter((s) => s !== "mine\n" && s !== "refused")).to.deep.equal([]);
       } finally {
         rmSync(join(outside, "x.txt"), { force: true });
+      }
+    });
+
+    it("opens nothing outside the session when a checked folder is swapped for a symlink", async () => {
+      // Opening a file can act (a FIFO releases its writer, a device's open runs): here a writer
+      // waits for a reader of a FIFO outside the session, which any open, even one checked after, releases.
+      const fifos = await mkdtemp(join(tmpdir(), "rock-outside-fifo-"));
+      execFileSync("mkfifo", ["-m", "600", join(fifos, "x.txt")]);
+      const writer = spawn("sh", ["-c", 'echo opened > "$1"', "sh", join(fifos, "x.txt")], { stdio: "ignore" });
+      const exited = new Promise((resolve) => writer.once("exit", resolve));
+      try {
+        await session.eval(text(flipSub(fifos)), "json");
+        await raceDownloads();
+        expect(writer.exitCode, "the FIFO's writer was released").to.equal(null);
+      } finally {
+        writer.kill("SIGKILL");
+        await exited;
+        await rm(fifos, { recursive: true, force: true });
+      }
+    });
+
+    it("refuses a file in the session's folder that its uid could not read (a hard link to another's)", async () => {
+      writeFileSync(join(outside, "private.txt"), "root's secret", { mode: 0o600 });
+      try {
+        linkSync(join(outside, "private.txt"), join(session.dirs.work, "linked.txt"));
+        expect(await refusal(download("linked.txt"))).to.equal("Source file path is not valid");
+      } finally {
+        rmSync(join(outside, "private.txt"), { force: true });
       }
     });
   });

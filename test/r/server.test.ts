@@ -4,10 +4,23 @@ import { readFileSync, readdirSync, realpathSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { spawn } from "node:child_process";
+import { createServer, type Socket } from "node:net";
+import { decideIsolation, sessionsRoot } from "../../src/r/confine/isolation.js";
+import { loopbackPeerUid } from "../../src/r/confine/peer.js";
+import { testSessionUids } from "../support/uids.js";
 import { ConsoleLog } from "../../src/r/console-log.js";
+import { processes } from "../support/procfs.js";
 import { alive, caller, collect, ctxOf, sleep, startRig, text, until, type Rig } from "./support.js";
 
 const admin = caller("root", "administrator");
+
+/** The processes forked by the R server `serverPid` (its process group); no session runs here. */
+function sparesOf(serverPid: number | undefined): number[] {
+  return processes()
+    .filter((p) => p.pgrp === serverPid && p.pid !== serverPid && !p.zombie)
+    .map((p) => p.pid);
+}
 
 
 
@@ -66,6 +79,43 @@ describe("R server process", function () {
     expect(rig.log.last(1000).join("\n")).to.contain("exited unexpectedly");
   });
 
+  it("ends the spare sessions when R stops, after a crash and at close, and forks new ones at each start", async () => {
+    rig = await startRig({ spareSessions: 2, autoRestart: true });
+    const sessionsDir = sessionsRoot(rig.config, rig.dataDir, decideIsolation(rig.config).isolated);
+    /** The spares of the running server once both are forked: their processes, uids and folders. */
+    const warm = async () => {
+      await until(() => sparesOf(rig!.engine.serverPid).length === 2 && readdirSync(sessionsDir).length === 2);
+      const pids = sparesOf(rig!.engine.serverPid);
+      const uids = processes().filter((p) => pids.includes(p.pid)).map((p) => p.uid);
+      return { pids, uids, folders: readdirSync(sessionsDir) };
+    };
+    /** Nothing of `spares` is left: no process, no process of their uids, no folder. */
+    const gone = async (spares: Awaited<ReturnType<typeof warm>>): Promise<void> => {
+      await until(() => spares.pids.every((pid) => !alive(pid)));
+      await until(() => !processes().some((p) => spares.uids.includes(p.uid) && !p.zombie));
+      await until(() => !readdirSync(sessionsDir).some((name) => spares.folders.includes(name)));
+    };
+
+    const initial = await warm();
+    if (process.getuid?.() === 0) expect(initial.uids.every((uid) => uid !== 0)).to.equal(true);
+    await rig.engine.stop();
+    await gone(initial);
+    expect(readdirSync(sessionsDir)).to.deep.equal([]);
+    await rig.engine.start();
+    const second = await warm();
+    expect(second.pids).to.not.include.members(initial.pids);
+
+    process.kill(rig.engine.serverPid!, "SIGKILL");
+    await until(() => !rig!.engine.running);
+    await gone(second);
+    await until(() => rig!.engine.running);
+    const third = await warm();
+
+    await rig.engine.close();
+    await gone(third);
+    expect(readdirSync(sessionsDir)).to.deep.equal([]);
+  });
+
   it("stays stopped after a crash without autoRestart", async () => {
     rig = await startRig({ autoRestart: false });
     const serverPid = rig.engine.serverPid!;
@@ -121,6 +171,35 @@ describe("R server process", function () {
       rig.handlers.tailLog!({ $typeName: "rock.r.v1.TailLogRequest", limit: 2, follow: false }, ctxOf(admin)),
     );
     expect(once.map((m) => (m as { line: string }).line)).to.deep.equal(["next-1", "next-2"]);
+  });
+});
+
+describe("owner of a session's connection", () => {
+  it("is told by the whole address pair: a process of another uid reusing the source port from another loopback address is not taken for it", async function () {
+    if (process.getuid?.() !== 0) this.skip();
+    const [a, b] = [0, 1].map((i) => Number(testSessionUids().split("-")[0]) + i) as [number, number];
+    const listener = createServer();
+    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+    const { port } = listener.address() as { port: number };
+    const accepted: Socket[] = [];
+    listener.on("connection", (socket: Socket) => accepted.push(socket));
+    const client = (uid: number, options: string) =>
+      spawn(process.execPath, ["-e", `const s = require("net").connect({ port: ${port}, host: "127.0.0.1", ${options} }, () => console.log(s.localPort)); setTimeout(() => {}, 30000)`], { uid, gid: uid, stdio: ["ignore", "pipe", "ignore"] });
+    const first = client(a, "");
+    const clients = [first];
+    try {
+      const sourcePort = Number(await new Promise<string>((resolve) => first.stdout!.once("data", (d: Buffer) => resolve(d.toString()))));
+      clients.push(client(b, `localAddress: "127.0.0.2", localPort: ${sourcePort}`));
+      await until(() => accepted.length === 2);
+      const from = (address: string) => accepted.find((s) => s.remoteAddress === address)!;
+      expect(from("127.0.0.2").remotePort).to.equal(sourcePort);
+      const [uidA, uidB] = await Promise.all([loopbackPeerUid(from("127.0.0.1")), loopbackPeerUid(from("127.0.0.2"))]);
+      expect({ uidA, uidB }).to.deep.equal({ uidA: a, uidB: b });
+    } finally {
+      for (const c of clients) c.kill("SIGKILL");
+      for (const s of accepted) s.destroy();
+      listener.close();
+    }
   });
 });
 

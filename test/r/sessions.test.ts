@@ -1,9 +1,12 @@
 import { expect } from "chai";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
+import { dirname } from "node:path";
 import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
-import { caller, ctxOf, startRig, text, type Rig } from "./support.js";
+import type { RSession } from "../../src/r/session.js";
+import { processes, type ProcStat } from "../support/procfs.js";
+import { caller, ctxOf, startRig, text, until, type Rig } from "./support.js";
 
 const body = (script: string) => create(HttpBodySchema, { contentType: "application/x-rscript", data: text(script) });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -249,5 +252,126 @@ describe("R session limits", function () {
     expect(ids).to.not.include(idle.id);
     expect(ids).to.include(active.id);
     expect(existsSync(idle.dirs.home)).to.equal(false);
+  });
+});
+
+/** Session processes of the rig's R server now (its forks: sessions and spares), from /proc. */
+function forked(rig: Rig): ProcStat[] {
+  const server = rig.engine.serverPid;
+  return processes().filter((p) => p.pgrp === server && p.pid !== server && !p.zombie);
+}
+
+describe("spare sessions (r.spareSessions)", function () {
+  this.timeout(60_000);
+  let rig: Rig | undefined;
+  afterEach(async () => rig?.close());
+
+  const root = process.getuid?.() === 0;
+  const pidOf = async (session: RSession): Promise<number> => Number((await session.eval(text("Sys.getpid()"), "json")).toString());
+  /** Every session here runs one process: the other forks are the spares. */
+  const spareCount = (): number => forked(rig!).length - rig!.engine.sessions().length;
+  /** The number of spares reaches `n` and stays there (nothing forks past it). */
+  const settles = async (n: number): Promise<void> => {
+    await until(() => spareCount() === n);
+    await sleep(300);
+    expect(spareCount(), "spares").to.equal(n);
+  };
+  const refusal = (work: Promise<unknown>): Promise<ConnectError | undefined> =>
+    work.then(
+      () => undefined,
+      (e: ConnectError) => e,
+    );
+
+  it("keeps r.spareSessions forked and confined ahead; a burst takes them and replacements are forked", async () => {
+    rig = await startRig({ spareSessions: 3, maxSessionsPerUser: 0 });
+    await settles(3);
+    const warm = forked(rig);
+    const [first, last] = rig.config.sessionUids.split("-").map(Number) as [number, number];
+    if (root) for (const p of warm) expect(p.uid).to.be.within(first, last);
+
+    const burst = await Promise.all([1, 2, 3].map(() => rig!.engine.createSession("alice")));
+    const taken = await Promise.all(burst.map(pidOf));
+    // Each caller got a spare of its own: none was forked on demand, none was handed out twice.
+    expect([...taken].sort()).to.deep.equal(warm.map((p) => p.pid).sort());
+    await settles(3);
+    const refilled = forked(rig).filter((p) => !taken.includes(p.pid));
+    expect(refilled).to.have.length(3);
+
+    // Past the pool: sessions created back to back are still each their own process and uid.
+    const more: RSession[] = [];
+    for (let i = 0; i < 5; i++) more.push(await rig.engine.createSession("bob"));
+    const all = [...burst, ...more];
+    const pids = await Promise.all(all.map(pidOf));
+    expect(new Set(pids).size).to.equal(all.length);
+    if (root) {
+      const uids = await Promise.all(all.map(async (s) => Number((await s.eval(text("unix::getuid()"), "json")).toString())));
+      expect(new Set(uids).size).to.equal(all.length);
+    }
+    await settles(3);
+    // A folder per session and per spare, nothing else.
+    const sessionsDir = dirname(all[0]!.dirs.home);
+    expect(readdirSync(sessionsDir)).to.have.length(all.length + 3);
+    for (const s of all) expect(JSON.parse((await s.eval(text("list.files(tempdir())"), "json")).toString())).to.deep.equal([]);
+  });
+
+  it("never keeps spares past what r.maxSessions leaves", async () => {
+    rig = await startRig({ spareSessions: 2, maxSessions: 3, maxSessionsPerUser: 0 });
+    await settles(2);
+    const a = await rig.engine.createSession("alice");
+    await settles(2);
+    await rig.engine.createSession("alice");
+    await settles(1);
+    await rig.engine.createSession("bob");
+    await settles(0);
+    expect((await refusal(rig.engine.createSession("bob")))?.code).to.equal(Code.ResourceExhausted);
+    await a.end();
+    await settles(1);
+    await rig.engine.createSession("carol");
+    await settles(0);
+  });
+
+  it("takes only free uids for spares, and a spare's uid serves the next caller", async function () {
+    if (!root) this.skip();
+    const first = 100_000 + Math.floor(Math.random() * 40_000) * 100;
+    rig = await startRig({ spareSessions: 5, maxSessions: 0, maxSessionsPerUser: 0, sessionUids: `${first}-${first + 2}` });
+    await settles(3);
+    const sessions = [];
+    for (let i = 0; i < 3; i++) sessions.push(await rig.engine.createSession("alice"));
+    await settles(0);
+    const uids = await Promise.all(sessions.map(async (s) => Number((await s.eval(text("unix::getuid()"), "json")).toString())));
+    expect([...uids].sort()).to.deep.equal([first, first + 1, first + 2]);
+    expect((await refusal(rig.engine.createSession("bob")))?.message).to.match(/every session uid/);
+    await sessions[0]!.end();
+    // The uid is free again once its processes and folders are gone: a spare takes it, and the next
+    // caller gets that spare.
+    await settles(1);
+    const next = await rig.engine.createSession("bob");
+    expect(Number((await next.eval(text("unix::getuid()"), "json")).toString())).to.equal(uids[0]);
+    await settles(0);
+  });
+
+  it("checks with a spare and puts it back; a spare killed from outside is ended and replaced", async () => {
+    rig = await startRig({ spareSessions: 2 });
+    await settles(2);
+    const before = forked(rig).map((p) => p.pid).sort();
+    for (let i = 0; i < 5; i++) expect(await rig.engine.check()).to.equal(true);
+    expect(await Promise.all([1, 2, 3].map(() => rig!.engine.check()))).to.deep.equal([true, true, true]);
+    expect(forked(rig).map((p) => p.pid).sort()).to.deep.equal(before);
+
+    process.kill(before[0]!, "SIGKILL");
+    await until(() => !forked(rig!).some((p) => p.pid === before[0]));
+    expect(await rig.engine.check()).to.equal(true);
+    await settles(2);
+    expect(forked(rig).map((p) => p.pid)).to.include(before[1]);
+  });
+
+  it("with r.spareSessions 0 forks each session on demand and checks without leaving a process", async () => {
+    rig = await startRig({ spareSessions: 0 });
+    await settles(0);
+    expect(await rig.engine.check()).to.equal(true);
+    await settles(0);
+    const session = await rig.engine.createSession("alice");
+    expect((await session.eval(text("1 + 1"), "json")).toString()).to.equal("2");
+    await settles(0);
   });
 });

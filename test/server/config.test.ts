@@ -97,6 +97,20 @@ describe("configuration", () => {
     expect(() => loadConfig(file, {})).to.throw(/port: expected a number/);
   });
 
+  it("keeps r.spareSessions session processes ahead by default, set by file or ROCK_R_SPARE_SESSIONS; refuses what is not a count", () => {
+    expect(loadConfig(undefined, {}).r.spareSessions).to.equal(8);
+    const file = path.join(dir, "rock.yaml");
+    fs.writeFileSync(file, "r:\n  spareSessions: 0\n");
+    expect(loadConfig(file, {}).r.spareSessions).to.equal(0);
+    expect(loadConfig(file, { ROCK_R_SPARE_SESSIONS: "8" }).r.spareSessions).to.equal(8);
+    expect(() => loadConfig(undefined, { ROCK_R_SPARE_SESSIONS: "many" })).to.throw(/^ROCK_R_SPARE_SESSIONS: expected a number, not 'many'$/);
+    for (const bad of ["-1", "1.5", "101"]) {
+      expect(() => loadConfig(undefined, { ROCK_R_SPARE_SESSIONS: bad }), bad).to.throw(/^r\.spareSessions: expected an integer from 0 to 100, not /);
+    }
+    fs.writeFileSync(file, "r:\n  spareSessions: lots\n");
+    expect(() => loadConfig(file, {})).to.throw(/r\.spareSessions: expected a number/);
+  });
+
   it("refuses a secret with a prefix it cannot check, naming the user", () => {
     const file = path.join(dir, "rock.yaml");
     for (const [secret, message] of [

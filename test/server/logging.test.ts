@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { loadConfig } from "../../src/config/load.js";
 import { createLogger } from "../../src/server/logger.js";
-import { connectClient, rest } from "../support/clients.js";
+import { connectClient, rest, type RestAnswer } from "../support/clients.js";
 import { basic, startTestServer, USERS, type TestServer } from "../support/server.js";
 
 type Line = Record<string, unknown>;
@@ -24,6 +24,7 @@ function capture() {
 const PASSWORD = "Pw-Zq81-never-logged";
 const WRONG_PASSWORD = "Wrong-Kx47-never-logged";
 const MARKER = "R-OUTPUT-MARKER-5521";
+const MAX_BODY = 64 * 1024;
 
 describe("service log", function () {
   this.timeout(60_000);
@@ -35,6 +36,7 @@ describe("service log", function () {
     server = await startTestServer({
       users: [...USERS, { name: "logged", secret: `{noop}${PASSWORD}`, roles: ["user", "catalog-administrator"] }],
       r: { startOnBoot: true, maxSessionsPerUser: 1 },
+      limits: { maxBodyBytes: MAX_BODY },
       logger: createLogger({ level: "info", destination: log.destination }),
     });
   });
@@ -61,6 +63,8 @@ describe("service log", function () {
       ["grpc-web", "ok", "manager"],
       ["grpc", "ok", "manager"],
     ]);
+    // What each protocol wrote of the answer, framing included.
+    for (const l of rpcLines) expect(l.bytesOut).to.be.a("number").greaterThan(5);
   });
 
   it("logs refusals: 401 anonymous, 403 without a role, a 429 limit as a warning", async () => {
@@ -99,6 +103,68 @@ describe("service log", function () {
     expect(calls("rock.r.v1.RService/ListSessions").at(-1)).to.include({ status: 401, user: "anonymous" });
     const sessionLines = log.lines().filter((l) => l.session === id && String(l.msg).startsWith("R session"));
     expect(sessionLines.map((l) => l.msg)).to.deep.equal(["R session opened", "R session closed"]);
+  });
+
+  it("counts the bytes each REST answer wrote: a JSON answer, a raw download, a newline-delimited JSON stream", async () => {
+    const as = { user: "logged", password: PASSWORD };
+    const id = (await rest(server.url, "POST", "/r/sessions", as)).json<{ id: string }>().id;
+    try {
+      const script = "paste(rep('é', 1000), collapse = '')";
+      const evaluated = await rest(server.url, "POST", `/r/session/${id}/_eval`, { ...as, body: script, headers: { "content-type": "application/x-rscript" } });
+      expect(evaluated.status).to.equal(200);
+      expect(calls("rock.r.v1.RService/Eval").at(-1)).to.include({ bytesIn: Buffer.byteLength(script), bytesOut: evaluated.bytes.length });
+      expect(evaluated.bytes.length).to.be.greaterThan(2000);
+
+      const file = Buffer.alloc(300_000, 7);
+      const uploaded = await rest(server.url, "POST", `/r/session/${id}/_upload?path=f.bin`, { ...as, body: file, headers: { "content-type": "application/octet-stream" } });
+      expect(uploaded.status).to.be.within(200, 201);
+      expect(calls("rock.r.v1.RService/UploadFile").at(-1)).to.include({ bytesIn: file.length, bytesOut: uploaded.bytes.length });
+      const downloaded = await rest(server.url, "GET", `/r/session/${id}/_download?path=f.bin`, as);
+      expect(downloaded.bytes.equals(file)).to.equal(true);
+      expect(calls("rock.r.v1.RService/DownloadFile").at(-1)).to.include({ status: 200, bytesOut: file.length });
+
+      const executed = await rest(server.url, "POST", `/r/session/${id}/_execute`, { ...as, body: "for (i in 1:50) print(i); 1", headers: { "content-type": "application/x-rscript" } });
+      expect(executed.text).to.include("[1] 50").and.to.include('{"json":');
+      expect(calls("rock.r.v1.RService/Execute").at(-1)).to.include({ status: 200, bytesOut: executed.bytes.length });
+    } finally {
+      await rest(server.url, "DELETE", `/r/session/${id}`, as);
+    }
+  });
+
+  it("has a line for each request the REST edge refuses before any RPC runs, without its query or credentials", async () => {
+    const as = { user: "logged", password: PASSWORD };
+    const json = { "content-type": "application/json" };
+    const refusals: [string, string, Parameters<typeof rest>[3], number][] = [
+      ["GET", "/no/such/path?key=query-secret-1", {}, 404],
+      ["DELETE", "/_info", as, 405],
+      ["GET", "/r/session/%E0%A4%A/commands", as, 400],
+      ["POST", "/ws/draft/networks", { ...as, body: "{}", headers: { "content-type": "text/plain" } }, 415],
+      ["POST", "/ws/draft/networks", { ...as, body: "{not json", headers: json }, 400],
+      ["POST", "/ws/draft/networks", { ...as, body: `"${"x".repeat(MAX_BODY)}"`, headers: json }, 413],
+    ];
+    const answers: RestAnswer[] = [];
+    for (const [method, path, options, status] of refusals) {
+      const answer = await rest(server.url, method, path, options);
+      expect(answer.status, `${method} ${path}`).to.equal(status);
+      answers.push(answer);
+    }
+    const lines = log.lines().filter((l) => l.msg === "call" || l.msg === "call refused: limit reached").slice(-refusals.length);
+    expect(lines.map((l) => [l.rpc, l.request, l.status])).to.deep.equal([
+      ["unrouted", "GET /no/such/path", 404],
+      ["unrouted", "DELETE /_info", 405],
+      ["unrouted", "GET /r/session/%E0%A4%A/commands", 400],
+      ["rock.networks.v1.NetworkService/CreateNetwork", "POST /ws/draft/networks", 415],
+      ["rock.networks.v1.NetworkService/CreateNetwork", "POST /ws/draft/networks", 400],
+      ["rock.networks.v1.NetworkService/CreateNetwork", "POST /ws/draft/networks", 413],
+    ]);
+    lines.forEach((l, i) => {
+      // Refused before authentication: the name given is not taken as the caller.
+      expect(l).to.include({ protocol: "rest", user: "anonymous", bytesOut: answers[i]!.bytes.length });
+      expect(l.durationMs).to.be.a("number");
+    });
+    expect(lines.at(-1)).to.include({ level: "warn", msg: "call refused: limit reached" });
+    expect(log.text).not.to.include("query-secret-1");
+    expect(log.text).not.to.include(PASSWORD);
   });
 
   it("takes its level and format from log.level / ROCK_LOG_LEVEL and log.format / ROCK_LOG_FORMAT", () => {

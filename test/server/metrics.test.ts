@@ -1,6 +1,14 @@
 import { expect } from "chai";
 import parsePrometheus, { type Family } from "parse-prometheus-text-format";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startRock } from "../../src/compose.js";
+import { defaults, loadConfig } from "../../src/config/load.js";
+import { createLogger } from "../../src/server/logger.js";
 import { metadataFor, rest, serveWithClients } from "../support/clients.js";
+import { USERS } from "../support/server.js";
+import { testSessionUids } from "../support/uids.js";
 
 type Labels = Record<string, string>;
 
@@ -47,6 +55,7 @@ describe("GET /metrics", function () {
     const id = session.json<{ id: string }>().id;
     const evaluated = await rest(served.server.url, "POST", `/r/session/${id}/_eval`, { user: "user", body: "1+1", headers: { "content-type": "application/x-rscript" } });
     expect(evaluated.status).to.equal(200);
+    expect((await rest(served.server.url, "GET", `/no/route/${id}`)).status).to.equal(404);
     await new Promise<void>((resolve, reject) =>
       served.clients.r.eval({ id, script: { contentType: "application/x-rscript", data: Buffer.from("2+2"), extensions: [] }, accept: "application/json", async: false }, metadataFor("user"), (e) => (e ? reject(e) : resolve())),
     );
@@ -62,6 +71,10 @@ describe("GET /metrics", function () {
     const moved = (name: string, labels: Labels = {}) => total(during, name, labels) - total(before, name, labels);
     expect(moved("rock_rpc_requests_total", evalRest)).to.equal(1);
     expect(moved("rock_rpc_requests_total", evalGrpc)).to.equal(1);
+    const evalBytes = { service: "rock.r.v1.RService", method: "Eval", protocol: "rest" };
+    expect(moved("rock_rpc_bytes_total", { ...evalBytes, direction: "in" })).to.equal(3);
+    expect(moved("rock_rpc_bytes_total", { ...evalBytes, direction: "out" })).to.equal(evaluated.bytes.length);
+    expect(moved("rock_rpc_requests_total", { service: "unrouted", method: "unrouted", protocol: "rest", code: "not_found" })).to.equal(1);
     expect(during.find((f) => f.name === "rock_rpc_duration_seconds")?.type).to.equal("HISTOGRAM");
     expect(moved("rock_r_evaluations_total", { code: "ok" })).to.equal(2);
     expect(moved("rock_r_evaluation_duration_seconds")).to.equal(2);
@@ -70,8 +83,33 @@ describe("GET /metrics", function () {
     expect(moved("rock_catalog_operations_total", { kind: "write", code: "ok" })).to.equal(1);
     expect(total(during, "rock_r_server_starts_total", { restart: "false" })).to.equal(1);
     expect(total(during, "process_cpu_seconds_total")).to.be.greaterThan(0);
-    // Bounded labels: no session id anywhere in the labels.
+    // Bounded labels: no session id anywhere in the labels, not even from a path that reached no RPC.
     const labelValues = during.flatMap((f) => f.metrics.flatMap((m) => Object.values(m.labels ?? {})));
-    expect(labelValues).not.to.include(id);
+    expect(labelValues.filter((v) => v.includes(id))).to.deep.equal([]);
+  });
+});
+
+describe("metrics.enabled: false", function () {
+  this.timeout(60_000);
+
+  it("keeps no metrics: GET /metrics answers 404, the calls still answer", async () => {
+    const base = defaults();
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "rock-test-"));
+    const config = { ...base, port: 0, host: "127.0.0.1", dataDir, users: USERS, r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() }, metrics: { enabled: false } };
+    const rock = await startRock(config, { logger: createLogger({ level: "warn" }), announce: () => {} });
+    try {
+      const url = `http://127.0.0.1:${rock.port}`;
+      expect((await rest(url, "GET", "/metrics", { user: "admin" })).status).to.equal(404);
+      expect((await rest(url, "GET", "/_info")).status).to.equal(200);
+    } finally {
+      await rock.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("is read from metrics.enabled / ROCK_METRICS_ENABLED; a value that is not a boolean stops the start naming it", () => {
+    expect(loadConfig(undefined, {}).metrics).to.deep.equal({ enabled: true });
+    expect(loadConfig(undefined, { ROCK_METRICS_ENABLED: "false" }).metrics).to.deep.equal({ enabled: false });
+    expect(() => loadConfig(undefined, { ROCK_METRICS_ENABLED: "off-ish" })).to.throw(/ROCK_METRICS_ENABLED: expected true or false/);
   });
 });

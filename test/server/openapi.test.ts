@@ -10,8 +10,22 @@ import { rest, type RestAnswer, type RestOptions } from "../support/clients.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const COMMITTED = path.resolve(import.meta.dirname, "../../gen/openapi.json");
+const PROTO = path.resolve(import.meta.dirname, "../../proto");
 const committedText = fs.readFileSync(COMMITTED, "utf8");
 const doc = JSON.parse(committedText) as OpenApiDocument;
+
+/**
+ * The `//` comment lines right above the line of `declaration` in a proto file, read from its source
+ * text (not through the generator under test).
+ */
+function protoComment(file: string, declaration: RegExp): string {
+  const lines = fs.readFileSync(path.join(PROTO, file), "utf8").split("\n");
+  const at = lines.findIndex((l) => declaration.test(l));
+  expect(at, `${declaration} in ${file}`).to.be.greaterThan(0);
+  const comment: string[] = [];
+  for (let i = at - 1; i >= 0 && /^\s*\/\//.test(lines[i]!); i--) comment.unshift(lines[i]!.replace(/^\s*\/\/ ?/, ""));
+  return comment.join("\n");
+}
 
 /** JSON Pointer escaping (RFC 6901). */
 const esc = (token: string) => token.replaceAll("~", "~0").replaceAll("/", "~1");
@@ -116,6 +130,25 @@ describe("OpenAPI description", function () {
     expect(doc.paths["/ws/draft/networks/_index"]!.put!.security).to.deep.equal([{ basicAuth: ["catalog-administrator"] }]);
     expect(doc.paths["/r/sessions"]!.post!.description).to.include("**Roles**: `administrator` or `user`.");
     expect(doc.components.securitySchemes["basicAuth"]).to.include({ type: "http", scheme: "basic" });
+  });
+
+  it("opens each operation's description with its RPC's proto comment, and describes fields by theirs", () => {
+    const evalComment = protoComment("rock/r/v1/rservice.proto", /^\s*rpc Eval\(/);
+    expect(evalComment).to.match(/^Evaluates an R script/);
+    expect(doc.paths["/r/session/{id}/_eval"]!.post!.description.split("\n\n")[0]).to.equal(evalComment);
+    const listComment = protoComment("rock/networks/v1/networks.proto", /^\s*rpc ListNetworks\(/);
+    expect(listComment).to.match(/^Networks the caller may read/);
+    expect(doc.paths["/ws/draft/networks"]!.get!.description.startsWith(`${listComment}\n\n**`)).to.equal(true);
+    // An RPC without a comment keeps the generated notes alone.
+    expect(protoComment("rock/r/v1/rservice.proto", /^\s*rpc ListSessions\(/)).to.equal("");
+    expect(doc.paths["/r/sessions"]!.get!.description).to.match(/^\*\*Any authenticated user\*\*/);
+
+    const created = protoComment("rock/r/v1/rservice.proto", /^\s*string created_date = 4;/);
+    expect(created).to.equal("UTC, `YYYY-MM-DD hh:mm:ss`.");
+    const session = doc.components.schemas["rock.r.v1.Session"] as { properties: Record<string, { description?: string }> };
+    expect(session.properties["createdDate"]!.description).to.equal(created);
+    const subject = doc.paths["/r/sessions"]!.get!.parameters!.find((p) => p.name === "subject");
+    expect(subject!.description).to.equal(protoComment("rock/r/v1/rservice.proto", /^\s*optional string subject = 1;/));
   });
 
   it("types parameters and bodies as the edge reads them", () => {

@@ -35,6 +35,7 @@ export interface ConfigPatch {
   readonly packages?: Partial<Config["packages"]>;
   readonly limits?: Partial<Config["limits"]>;
   readonly auth?: Partial<Config["auth"]>;
+  readonly server?: Partial<Config["server"]>;
   /** Certificate and key files: the server speaks HTTPS only and `url` is https. */
   readonly tls?: Config["tls"];
   /** The service log; warnings and errors on stderr by default. */
@@ -58,6 +59,7 @@ export async function startTestServer(patch: ConfigPatch = {}): Promise<TestServ
     limits: { ...base.limits, ...patch.limits },
     // Tests log in wrongly on purpose from one address: only tests about the throttle ask for it.
     auth: { ...base.auth, maxFailures: 0, ...patch.auth },
+    server: { ...base.server, ...patch.server },
   };
   let rock: Rock;
   try {

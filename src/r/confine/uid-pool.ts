@@ -5,19 +5,24 @@
  * processes could not be ended is simply never given back.
  */
 export class UidPool {
-  private readonly free: number[] = [];
+  private readonly queue: number[] = [];
 
   constructor(first: number, last: number) {
     // Handed out lowest first; released ones go to the back, so a uid rests as long as possible.
-    for (let uid = first; uid <= last; uid++) this.free.push(uid);
+    for (let uid = first; uid <= last; uid++) this.queue.push(uid);
+  }
+
+  /** How many uids can be taken now. */
+  get available(): number {
+    return this.queue.length;
   }
 
   /** A free uid, or undefined when all are in use. */
   take(): number | undefined {
-    return this.free.shift();
+    return this.queue.shift();
   }
 
   give(uid: number): void {
-    this.free.push(uid);
+    this.queue.push(uid);
   }
 }

@@ -1,0 +1,274 @@
+import type http from "node:http";
+import type http2 from "node:http2";
+import type { DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, createServiceImplSpec, type Interceptor, type MethodImplSpec, type ServiceImpl } from "@connectrpc/connect";
+import { compressedFlag, compressionNegotiate, invokeUnaryImplementation, type Compression } from "@connectrpc/connect/protocol";
+import * as connect from "@connectrpc/connect/protocol-connect";
+import * as grpc from "@connectrpc/connect/protocol-grpc";
+import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import { createCallContext, nodeHeaders, type CallContext } from "../edge/call-context.js";
+import { dropUnreadBody, readWholeBody } from "../edge/read-body.js";
+import { ResponseMeter, responseMeterKey } from "../server/call-observer.js";
+import { encodeGrpcMessage } from "./grpc-message.js";
+import { envelope, ENVELOPE_HEADER_BYTES, isGrpcFamily, MethodCodec, singleEnvelope, wireOf, type Wire } from "./wire.js";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+/** What the lean path needs of an HTTP/1 or HTTP/2 response (their write() signatures differ). */
+interface Res {
+  readonly headersSent: boolean;
+  writeHead(status: number, headers: Record<string, string>): unknown;
+  write(chunk: Uint8Array): boolean;
+  end(data?: Uint8Array): unknown;
+  once(event: "close", fn: () => void): unknown;
+}
+
+export interface UnaryFastPathOptions {
+  readonly services: readonly { readonly desc: DescService; readonly impl: Partial<ServiceImpl<DescService>> }[];
+  readonly interceptors: readonly Interceptor[];
+  /** Largest request message, after decompression. */
+  readonly readMaxBytes: number;
+  readonly compressions: readonly Compression[];
+  readonly shutdownSignal: AbortSignal;
+  /** A fault of the server (not a ConnectError): logged; the client is told "internal error". */
+  readonly onInternalError: (err: unknown) => void;
+}
+
+/** Takes the request (true) or leaves it to the next handler (false). */
+export type FastPath = (req: Req, res: http.ServerResponse | http2.Http2ServerResponse) => boolean;
+
+/** Connect-ES compresses messages from this size on (its default, so both paths answer alike). */
+const COMPRESS_MIN_BYTES = 1024;
+/** The abort reason of a call that ended normally: shared, since an abort without one builds a DOMException per call. */
+const CALL_ENDED = new ConnectError("call ended", Code.Canceled);
+
+interface Method {
+  readonly spec: MethodImplSpec & { kind: "unary" };
+  readonly codec: MethodCodec;
+}
+
+/**
+ * Unary RPCs over gRPC, gRPC-Web and Connect on a lean path beside Connect-ES, the way the REST edge
+ * serves REST: the same handlers behind the same interceptors (Connect-ES's own invocation function),
+ * with one light call context, the body read by events and the answer written in one go, where
+ * Connect-ES runs each call through a chain of async iterables, linked abort signals and the
+ * universal request/response layer. Streaming RPCs, Connect GET requests and gRPC-Web text stay with
+ * Connect-ES, which is also the reference the tests hold this path to.
+ */
+export function createUnaryFastPath(opts: UnaryFastPathOptions): FastPath {
+  const methods = new Map<string, Method>();
+  for (const s of opts.services) {
+    const specs = createServiceImplSpec(s.desc, s.impl);
+    for (const m of s.desc.methods) {
+      const path = `/${s.desc.typeName}/${m.name}`;
+      const spec = specs.methods[m.localName];
+      if (spec?.kind === "unary") methods.set(path, { spec, codec: new MethodCodec(m) });
+    }
+  }
+  const interceptors = [...opts.interceptors];
+
+  return (req, anyRes) => {
+    if (req.method !== "POST") return false;
+    const res = anyRes as unknown as Res;
+    const url = req.url ?? "";
+    const q = url.indexOf("?");
+    const path = q < 0 ? url : url.slice(0, q);
+    const method = methods.get(path);
+    if (!method) return false;
+    const wire = wireOf(req.headers["content-type"], req.httpVersionMajor);
+    if (!wire) return false;
+    serve(req, res, method, wire).catch((err: unknown) => {
+      // Only writing can fail here, and only because the client left.
+      if (!res.headersSent) opts.onInternalError(err);
+    });
+    return true;
+  };
+
+  async function serve(req: Req, res: Res, method: Method, wire: Wire): Promise<void> {
+    const header = req.headers;
+    const timeout = (wire.name === "connect" ? connect.parseTimeout : grpc.parseTimeout)(headerValue(header[wire.timeoutHeader]) ?? null, Number.MAX_SAFE_INTEGER);
+    const context = createCallContext({
+      method: method.spec.method,
+      protocolName: wire.name,
+      requestMethod: "POST",
+      url: `http://${headerValue(header[":authority"]) ?? headerValue(header.host) ?? "localhost"}${req.url ?? ""}`,
+      requestHeader: nodeHeaders(header),
+      shutdownSignal: opts.shutdownSignal,
+      clientAddress: req.socket.remoteAddress,
+      timeoutMs: timeout.error ? undefined : timeout.timeoutMs,
+    });
+    const compression = compressionNegotiate(
+      [...opts.compressions],
+      headerValue(header[wire.encodingHeader]) ?? null,
+      headerValue(header[wire.acceptEncodingHeader]) ?? null,
+      wire.acceptEncodingHeader,
+    );
+    // The call's record (access line, metrics) waits for what was written of the answer.
+    const meter = new ResponseMeter();
+    context.values.set(responseMeterKey, meter);
+    res.once("close", () => {
+      meter.finish();
+      if (!context.signal.aborted) context.abort(new ConnectError("client went away", Code.Canceled));
+    });
+    let outcome: { ok: Uint8Array } | { error: ConnectError };
+    try {
+      const work = call(req, method, wire, context, compression, timeout.error);
+      outcome = { ok: await (context.timeoutMs() === undefined ? work : Promise.race([work, deadline(context.signal)])) };
+    } catch (err) {
+      outcome = { error: asConnectError(err, opts.onInternalError) };
+    } finally {
+      context.abort(CALL_ENDED);
+    }
+    if ("error" in outcome) {
+      meter.bytesOut += writeError(res, wire, context.responseHeader, context.responseTrailer, outcome.error);
+      meter.finish();
+      return dropUnreadBody(req);
+    }
+    let body = outcome.ok;
+    let compressed = false;
+    if (compression.response && body.byteLength >= COMPRESS_MIN_BYTES) {
+      body = await compression.response.compress(body);
+      compressed = true;
+    }
+    meter.bytesOut += writeMessage(res, wire, context, body, compressed ? compression.response : null, compression.response);
+    meter.finish();
+  }
+
+  async function call(
+    req: Req,
+    method: Method,
+    wire: Wire,
+    context: CallContext,
+    compression: ReturnType<typeof compressionNegotiate>,
+    badTimeout: ConnectError | undefined,
+  ): Promise<Uint8Array> {
+    const refusal = compression.error ?? badTimeout;
+    if (refusal) {
+      req.resume();
+      throw refusal;
+    }
+    const limit = opts.readMaxBytes + (wire.enveloped ? ENVELOPE_HEADER_BYTES : 0);
+    // An envelope's own header tells its size, which Connect-ES reports: read up to it.
+    const body = await readWholeBody(req, limit, (seen) => tooLarge(wire.enveloped ? declaredSize(seen.head) : seen.declared, opts.readMaxBytes), !wire.enveloped);
+    let data: Uint8Array = body;
+    let compressed = !wire.enveloped && compression.request !== null;
+    if (wire.enveloped) ({ data, compressed } = singleEnvelope(body, opts.readMaxBytes));
+    if (compressed) {
+      if (!compression.request) throw new ConnectError("received compressed envelope, but do not know how to decompress", Code.Internal);
+      data = await compression.request.decompress(data, opts.readMaxBytes);
+    }
+    const input = method.codec.parse(wire.binary, data);
+    const output = await invokeUnaryImplementation(method.spec, context, input, interceptors);
+    return method.codec.serialize(wire.binary, output);
+  }
+}
+
+/** As Connect-ES words it: with the message's size when the request told it. */
+function tooLarge(size: number | undefined, readMaxBytes: number): ConnectError {
+  const which = size === undefined ? "" : ` ${size}`;
+  return new ConnectError(`message size${which} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted);
+}
+
+/** The length an envelope's header declares, when its header came whole. */
+function declaredSize(head: Buffer | undefined): number | undefined {
+  return head !== undefined && head.length >= ENVELOPE_HEADER_BYTES ? head.readUInt32BE(1) : undefined;
+}
+
+/** Fails when the call's deadline passes: the client is answered then, while R is being interrupted. */
+function deadline(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    const onAbort = (): void => {
+      const reason: unknown = signal.reason;
+      if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) reject(reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function asConnectError(err: unknown, onInternalError: (err: unknown) => void): ConnectError {
+  if (err instanceof ConnectError) return err;
+  onInternalError(err);
+  return new ConnectError("internal error", Code.Internal, undefined, undefined, err);
+}
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(", ") : v;
+}
+
+function record(...all: Headers[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const h of all) h.forEach((v, k) => (out[k] = v));
+  return out;
+}
+
+/** Writes the answer; the number of body bytes written. */
+function writeMessage(res: Res, wire: Wire, context: CallContext, body: Uint8Array, usedCompression: Compression | null, negotiated: Compression | null): number {
+  const head = context.responseHeader;
+  head.set("content-type", wire.contentType);
+  if (wire.name === "connect") {
+    if (usedCompression) head.set(connect.headerUnaryEncoding, usedCompression.name);
+    const all = connect.trailerMux(head, context.responseTrailer);
+    all.set(connect.headerUnaryContentLength, String(body.byteLength));
+    res.writeHead(200, record(all));
+    res.end(body);
+    return body.byteLength;
+  }
+  if (negotiated) head.set(wire.encodingHeader, negotiated.name);
+  const trailer = context.responseTrailer;
+  trailer.set("grpc-status", grpc.grpcStatusOk);
+  const message = envelope(usedCompression ? compressedFlag : 0, body);
+  if (wire.name === "grpc-web") {
+    const all = Buffer.concat([message, envelope(trailerFlag, trailerSerialize(trailer))]);
+    res.writeHead(200, record(head));
+    res.end(all);
+    return all.length;
+  }
+  res.writeHead(200, record(head));
+  (res as unknown as http2.Http2ServerResponse).addTrailers(record(trailer));
+  res.end(message);
+  return message.length;
+}
+
+/**
+ * A gRPC or gRPC-Web call of no RPC this server has: UNIMPLEMENTED in the call's own protocol (the
+ * REST edge, next in line, would answer an HTTP 404). False when the request is not such a call.
+ */
+export function answerUnknownMethod(req: Req, anyRes: http.ServerResponse | http2.Http2ServerResponse): boolean {
+  const contentType = req.headers["content-type"];
+  if (req.method !== "POST" || !isGrpcFamily(contentType)) return false;
+  const wire = wireOf(contentType, req.httpVersionMajor);
+  if (!wire) return false;
+  const path = (req.url ?? "").split("?")[0]!;
+  req.resume();
+  writeError(anyRes as unknown as Res, wire, new Headers(), new Headers(), new ConnectError(`${path} is not implemented`, Code.Unimplemented));
+  return true;
+}
+
+/** An error in the request's protocol: the Connect JSON error with its HTTP status, or gRPC status trailers; the body bytes written. */
+function writeError(res: Res, wire: Wire, head: Headers, trailer: Headers, error: ConnectError): number {
+  if (res.headersSent) return 0;
+  if (wire.name === "connect") {
+    head.set("content-type", connect.contentTypeUnaryJson);
+    error.metadata.forEach((v, k) => head.set(k, v));
+    const body = connect.errorToJsonBytes(error, {});
+    const all = connect.trailerMux(head, trailer);
+    all.set(connect.headerUnaryContentLength, String(body.byteLength));
+    res.writeHead(connect.codeToHttpStatus(error.code), record(all));
+    res.end(body);
+    return body.byteLength;
+  }
+  head.set("content-type", wire.contentType);
+  grpc.setTrailerStatus(trailer, error);
+  // gRPC-Web clients (Connect-ES's, grpc-web's) read the message with decodeURIComponent, which
+  // takes Connect-ES's wider encoding as well; grpc-js reads gRPC's with decodeURI and needs the spec's.
+  if (wire.name === "grpc") trailer.set("grpc-message", encodeGrpcMessage(error.rawMessage));
+  if (wire.name === "grpc-web") {
+    const body = envelope(trailerFlag, trailerSerialize(trailer));
+    res.writeHead(200, record(head));
+    res.end(body);
+    return body.length;
+  }
+  res.writeHead(200, record(head));
+  (res as unknown as http2.Http2ServerResponse).addTrailers(record(trailer));
+  res.end();
+  return 0;
+}
