@@ -15,7 +15,6 @@ import { ms, percent, section, verdict, type Section } from "./report.js";
 import { RawHttpClient } from "./raw-http-client.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
 import { summarize } from "./stats.js";
-import { testSessionUids } from "../support/uids.js";
 
 export interface ObserveBenchOptions {
   readonly quick: boolean;
@@ -36,8 +35,7 @@ class Evaluator {
   ) {}
 
   static async start(env: Readonly<Record<string, string>>): Promise<Evaluator> {
-    // Uids of its own: a server starting ends every process of its range, the other server's sessions too.
-    const server = await startWithEnv({ ...env, ROCK_R_SESSION_UIDS: testSessionUids() });
+    const server = await startServerProcess({ rStart: true, env });
     try {
       const client = await RawHttpClient.connect(server.port, USER);
       const created = await client.request("POST", "/r/sessions", {}, "");
@@ -65,19 +63,6 @@ class Evaluator {
 }
 
 /** startServerProcess hands this process's environment to the server: `env` is set around the spawn. */
-async function startWithEnv(env: Readonly<Record<string, string>>): Promise<ServerProcess> {
-  const saved = Object.keys(env).map((k) => [k, process.env[k]] as const);
-  Object.assign(process.env, env);
-  try {
-    return await startServerProcess({ rStart: true });
-  } finally {
-    for (const [k, v] of saved) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
-}
-
 export async function runObserveBench(o: ObserveBenchOptions): Promise<Section[]> {
   const perRound = o.quick ? 1000 : 3000;
   const warmup = o.quick ? 200 : 1000;

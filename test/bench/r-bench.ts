@@ -299,7 +299,7 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     };
     // The targets are on the minimal clients, the counterparts of the minimal QAP1 client; the
     // library clients are measured beside them.
-    row("JSON REST (minimal HTTP/1.1 client)", rawRestJson, rsJson, "Rserve toJSON", 1.5);
+    row("JSON REST (minimal HTTP/1.1 client)", rawRestJson, rsJson, "Rserve toJSON", 1.3);
     row("JSON REST (node:http client)", restJson, rsJson, "Rserve toJSON");
     row("JSON gRPC (grpc-js)", grpcJson, rsJson, "Rserve toJSON");
     row("JSON gRPC (Connect-ES)", connectGrpcJson, rsJson, "Rserve toJSON");

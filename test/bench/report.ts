@@ -32,11 +32,13 @@ export function verdict(ok: boolean): Verdict {
   return ok ? "pass" : "FAIL";
 }
 
+const MARK: Record<Verdict, string> = { pass: "✔", FAIL: "✘", "": "" };
 const HEAD: readonly (keyof Row)[] = ["figure", "value", "reference", "ratio", "target", "verdict"];
 const LABELS: Record<keyof Row, string> = { figure: "figure", value: "measured", reference: "reference", ratio: "ratio", target: "target", verdict: "" };
 
 export function render(s: Section): string {
-  const cells = [HEAD.map((k) => LABELS[k]), ...s.rows.map((r) => HEAD.map((k) => r[k] ?? ""))];
+  const shown = (r: Row, k: keyof Row): string => (k === "verdict" ? MARK[r.verdict ?? ""] : (r[k] ?? ""));
+  const cells = [HEAD.map((k) => LABELS[k]), ...s.rows.map((r) => HEAD.map((k) => shown(r, k)))];
   const widths = HEAD.map((_, c) => Math.max(...cells.map((row) => row[c]!.length)));
   const line = (row: string[]) => "| " + row.map((v, c) => v.padEnd(widths[c]!)).join(" | ") + " |";
   const rule = "|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|";
