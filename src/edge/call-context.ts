@@ -25,6 +25,8 @@ export interface CallContextInit {
 export const restCallKey = createContextKey(false, { description: "call made by the REST edge" });
 
 const noTimeout = (): undefined => undefined;
+/** The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The HandlerContext of a call taken by this server's own transports (the REST edge, the unary fast
@@ -43,7 +45,8 @@ export function createCallContext(init: CallContextInit): CallContext {
   if (init.timeoutMs !== undefined) {
     const at = Date.now() + init.timeoutMs;
     timeoutMs = () => at - Date.now();
-    deadline = setTimeout(() => controller.abort(new ConnectError("the deadline passed", Code.DeadlineExceeded)), init.timeoutMs);
+    // Node fires a timer longer than its maximum at once: such a deadline (weeks) is simply not armed.
+    if (init.timeoutMs <= MAX_TIMER_MS) deadline = setTimeout(() => controller.abort(new ConnectError("the deadline passed", Code.DeadlineExceeded)), init.timeoutMs);
   }
   const rest = init.protocolName === "rest";
   const values = createContextValues().set(clientAddressKey, init.clientAddress);

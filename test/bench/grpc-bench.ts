@@ -4,14 +4,14 @@
  * and h2load's mean request time, one call in flight. A second server with the unary fast path off
  * shows what Connect-ES's own gRPC handler costs for the same calls.
  */
-import { execFile, execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { create, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { EvalRequestSchema, EvalResponseSchema, GetSessionRequestSchema, GetSessionResponseSchema } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { cpuSeconds } from "../../src/r/confine/processes.js";
 import { basic } from "../support/server.js";
 import { onCleanup } from "./cleanup.js";
 import { HttpClient } from "./http-client.js";
@@ -21,7 +21,6 @@ import { startServerProcess, type ServerProcess } from "./server-process.js";
 
 const run = promisify(execFile);
 const USER = "admin";
-const TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
 
 export interface GrpcBenchOptions {
   readonly quick: boolean;
@@ -101,7 +100,7 @@ export async function runGrpcBench(o: GrpcBenchOptions): Promise<Section[]> {
         );
       }
       s.notes.push(
-        `${rounds} rounds of ${n} calls per protocol, REST and gRPC alternating; h2load -c1 -m1 over h2c (REST too); server CPU = utime+stime of the server process (/proc/<pid>/stat, ${TICKS_PER_SECOND} Hz) over the calls; latency = h2load's mean time for request, median of the rounds.`,
+        `${rounds} rounds of ${n} calls per protocol, REST and gRPC alternating; h2load -c1 -m1 over h2c (REST too); server CPU = utime+stime of the server process (/proc/<pid>/stat) over the calls; latency = h2load's mean time for request, median of the rounds.`,
       );
       s.notes.push("Reference column: the same gRPC call on a second server with ROCK_UNARY_FAST_PATH=false (Connect-ES's own gRPC handler).");
       sections.push(s);
@@ -203,20 +202,20 @@ function enveloped<D extends DescMessage>(schema: D, m: MessageShape<D>): Buffer
 /** Rounds of each call in turn; CPU summed over all rounds, latency the median of the rounds' means. */
 async function interleaved<K extends string>(pid: number, calls: Record<K, H2loadCall>, port: number, rounds: number, n: number): Promise<Record<K, Figures>> {
   const keys = Object.keys(calls) as K[];
-  const ticks = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
+  const cpu = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
   const means = Object.fromEntries(keys.map((k) => [k, [] as number[]])) as Record<K, number[]>;
   for (const k of keys) await h2load(calls[k], port, Math.min(500, n)); // warm-up
   for (let r = 0; r < rounds; r++) {
     for (const k of keys) {
-      const before = cpuTicks(pid);
+      const before = await serverCpu(pid);
       means[k].push(await h2load(calls[k], port, n));
-      ticks[k] += cpuTicks(pid) - before;
+      cpu[k] += (await serverCpu(pid)) - before;
     }
   }
   const out = {} as Record<K, Figures>;
   for (const k of keys) {
     const sorted = [...means[k]].sort((a, b) => a - b);
-    out[k] = { cpuUs: (ticks[k] / TICKS_PER_SECOND / (rounds * n)) * 1e6, meanUs: sorted[Math.floor(sorted.length / 2)]! };
+    out[k] = { cpuUs: (cpu[k] / (rounds * n)) * 1e6, meanUs: sorted[Math.floor(sorted.length / 2)]! };
   }
   return out;
 }
@@ -243,11 +242,10 @@ function toMicros(v: string): number {
   return m[2] === "us" ? x : m[2] === "ms" ? x * 1000 : x * 1e6;
 }
 
-/** utime + stime of a process, in clock ticks. */
-function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return Number(fields[11]) + Number(fields[12]);
+async function serverCpu(pid: number): Promise<number> {
+  const seconds = await cpuSeconds(pid);
+  if (seconds === undefined) throw new Error(`the server process ${pid} is gone`);
+  return seconds;
 }
 
 const us = (x: number): string => ms(x / 1000);

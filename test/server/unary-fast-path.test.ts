@@ -269,6 +269,11 @@ describe("unary fast path against Connect-ES", function () {
     await answersAtOnce();
   });
 
+  it("takes a deadline too far for a Node timer as no deadline at all (not as one already passed)", async () => {
+    const { done } = rawEval("1+1", { "grpc-timeout": "99999999H" });
+    assert.equal((await done).trailers["grpc-status"], "0");
+  });
+
   it("refuses a malformed grpc-timeout with INVALID_ARGUMENT", async () => {
     const a = await same((s) => ask("/rock.r.v1.RService/Eval", "grpc", "proto", EvalRequestSchema, evalOf(s, "1"), { user: "user", extra: { "grpc-timeout": "soon" } }));
     assert.equal(a.trailers["grpc-status"], "3");
