@@ -9,15 +9,14 @@ import { restStyleOf } from "./rest-contracts.js";
 import { NetworkService } from "../gen/es/rock/networks/v1/networks_pb.js";
 import { RService } from "../gen/es/rock/r/v1/rservice_pb.js";
 import { NetworkCatalog } from "./networks/catalog.js";
-import { createNetworkServiceHandlers } from "./networks/handlers.js";
+import { createNetworkServiceHandlers } from "./networks/service/handlers.js";
 import { ConsoleLog } from "./r/console-log.js";
 import { assertPrivateConfig, protectDataFolder } from "./r/confine/data-folder.js";
 import { decideIsolation, sessionsRoot } from "./r/confine/isolation.js";
 import { REngine } from "./r/engine.js";
 import { PackageManager } from "./r/packages/index.js";
-import { drainPolicy } from "./rservice/drain-policy.js";
-import { createRServiceHandlers } from "./rservice/handlers.js";
-import { createPackageHandlers } from "./rservice/packages.js";
+import { drainPolicy } from "./r/service/drain-policy.js";
+import { createRServiceHandlers } from "./r/service/handlers.js";
 import { startServer } from "./server/app.js";
 import { drainGate } from "./server/drain-gate.js";
 import { ServiceLifecycle } from "./server/lifecycle.js";
@@ -27,7 +26,7 @@ import { engineLog } from "./server/engine-log.js";
 import { createLogger, type Logger } from "./server/logger.js";
 import { METRICS_OFF } from "./server/metrics-handler.js";
 import { ServiceMetrics } from "./server/metrics.js";
-import { readTlsCredentials } from "./server/tls.js";
+import { readTlsCredentials } from "./listener/tls.js";
 
 export interface Rock {
   readonly port: number;
@@ -111,7 +110,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       services: [
         registerService(
           RService,
-          { ...createRServiceHandlers({ engine, node: config.node, r: config.r, maxUploadBytes: config.limits.maxUploadBytes }), ...createPackageHandlers(packages) },
+          createRServiceHandlers({ engine, node: config.node, r: config.r, maxUploadBytes: config.limits.maxUploadBytes, packages }),
           restStyleOf(RService),
         ),
         registerService(NetworkService, createNetworkServiceHandlers(catalog), restStyleOf(NetworkService)),

@@ -1,5 +1,5 @@
 import type { LocalizedText } from "./model.js";
-import { fold } from "./text.js";
+import { fold } from "./search/text.js";
 
 /**
  * Id derivation of reference §2.2: from the acronym (or, without one, an acronym made of the name's

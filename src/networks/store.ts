@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Level } from "level";
 import type { NetworkDocument, NetworkRecord, NetworkState, RevisionRecord } from "./model.js";
-import type { IndexEntry } from "./search-entry.js";
+import type { IndexEntry } from "./search/search-entry.js";
 
 /**
  * LevelDB layout, one sublevel per kind: `doc` id → current document, `state` id → state,

@@ -30,7 +30,7 @@ const JSON_OR_RDATA = ["application/json", "application/octet-stream"];
 const NO_CONTENT: HandlerAnswers = { success: [{ status: 204 }] };
 const CREATED: HandlerAnswers = { success: [{ status: 201 }] };
 
-/** By RPC (`package.Service.Method`); each entry mirrors its handler (src/rservice, src/networks). */
+/** By RPC (`package.Service.Method`); each entry mirrors its handler (src/r/service, src/networks/service). */
 const ANSWERS: Readonly<Record<string, HandlerAnswers>> = {
   "rock.r.v1.RService.CreateSession": CREATED,
   "rock.r.v1.RService.DeleteSessions": NO_CONTENT,

@@ -17,10 +17,10 @@ import { withMetrics } from "./metrics-handler.js";
 import { registerService, type RegisteredService } from "../edge/service-registry.js";
 import { createHealth, Health } from "./health.js";
 import type { ServingState } from "./lifecycle.js";
-import { listenOnePort, type ConnectionLimits, type OnePortServer, type RequestListener } from "./listener.js";
+import { listenOnePort, type ConnectionLimits, type OnePortServer, type RequestListener } from "../listener/listener.js";
 import type { Logger } from "./logger.js";
 import { createReflection, ReflectionV1, ReflectionV1Alpha } from "./reflection.js";
-import type { TlsCredentials } from "./tls.js";
+import type { TlsCredentials } from "../listener/tls.js";
 
 export interface ServerOptions {
   readonly port: number;

@@ -9,7 +9,7 @@ import { parentPort } from "node:worker_threads";
 import { Level } from "level";
 import { normalizeDocument } from "../../src/networks/document.js";
 import type { NetworkState, RevisionRecord } from "../../src/networks/model.js";
-import { indexEntryOf } from "../../src/networks/search-entry.js";
+import { indexEntryOf } from "../../src/networks/search/search-entry.js";
 import * as machine from "../../src/networks/state-machine.js";
 import { keyPrefixes, revisionKey, type KeyPrefixes, type PutOperation } from "../../src/networks/store.js";
 import { benchDocument as doc } from "./bench-documents.js";

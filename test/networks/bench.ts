@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { Level } from "level";
 import { NetworkCatalog } from "../../src/networks/catalog.js";
 import { normalizeDocument } from "../../src/networks/document.js";
-import { indexEntryOf } from "../../src/networks/search-entry.js";
+import { indexEntryOf } from "../../src/networks/search/search-entry.js";
 import * as machine from "../../src/networks/state-machine.js";
 import { benchDocument } from "./bench-documents.js";
 

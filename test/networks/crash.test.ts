@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { NetworkCatalog } from "../../src/networks/catalog.js";
-import { indexEntryOf } from "../../src/networks/search-entry.js";
+import { indexEntryOf } from "../../src/networks/search/search-entry.js";
 import { rest } from "../support/clients.js";
 import { spawnServer, type ServerProcess } from "./server-support.js";
 import { openTempCatalog } from "./support.js";

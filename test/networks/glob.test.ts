@@ -1,6 +1,6 @@
 import { expect } from "chai";
-import { globMatcher, literalPrefix } from "../../src/networks/glob.js";
-import { words } from "../../src/networks/text.js";
+import { globMatcher, literalPrefix } from "../../src/networks/search/glob.js";
+import { words } from "../../src/networks/search/text.js";
 
 /**
  * The linear matchers against the simplest definitions of what they replace, on many small random

@@ -9,7 +9,7 @@ import {
   type ListNetworksRequestSchema,
   type Network,
 } from "../../gen/es/rock/networks/v1/networks_pb.js";
-import { createNetworkServiceHandlers } from "../../src/networks/handlers.js";
+import { createNetworkServiceHandlers } from "../../src/networks/service/handlers.js";
 import { ERROR_BODY_HEADER, HTTP_CODE_HEADER, LOCATION_HEADER } from "../../src/server/rest-hints.js";
 import type { Caller } from "../../src/auth/caller.js";
 import { admin, contextFor, editor, openTempCatalog, outsider, rejection, reviewer } from "./support.js";

@@ -1,12 +1,12 @@
 import { expect } from "chai";
 import { join } from "node:path";
 import { NetworkCatalog } from "../../src/networks/catalog.js";
-import type { ListParams } from "../../src/networks/listing.js";
+import type { ListParams } from "../../src/networks/search/listing.js";
 import type { NetworkInput, NetworkRecord, RevisionStatus } from "../../src/networks/model.js";
-import { parseRql } from "../../src/networks/rql.js";
-import { indexEntryOf } from "../../src/networks/search-entry.js";
-import { compileQuery } from "../../src/networks/search-query.js";
-import { fold } from "../../src/networks/text.js";
+import { parseRql } from "../../src/networks/search/rql.js";
+import { indexEntryOf } from "../../src/networks/search/search-entry.js";
+import { compileQuery } from "../../src/networks/search/search-query.js";
+import { fold } from "../../src/networks/search/text.js";
 import { openTempCatalog } from "./support.js";
 
 /**

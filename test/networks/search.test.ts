@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { Code } from "@connectrpc/connect";
-import { parseRql, RqlSyntaxError } from "../../src/networks/rql.js";
+import { parseRql, RqlSyntaxError } from "../../src/networks/search/rql.js";
 import type { NetworkInput } from "../../src/networks/model.js";
 import { openTempCatalog, rejection } from "./support.js";
 

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { SortedChunks, SortedKeys } from "../../src/networks/sorted-keys.js";
+import { SortedChunks, SortedKeys } from "../../src/networks/search/sorted-keys.js";
 
 // A small deterministic generator, so that a failure replays the same way.
 function random(seed: number): () => number {

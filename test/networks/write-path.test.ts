@@ -4,9 +4,9 @@ import { join } from "node:path";
 import { NetworkCatalog } from "../../src/networks/catalog.js";
 import { KeyedMutex } from "../../src/networks/keyed-mutex.js";
 import type { NetworkInput, RevisionStatus } from "../../src/networks/model.js";
-import { indexEntryOf } from "../../src/networks/search-entry.js";
+import { indexEntryOf } from "../../src/networks/search/search-entry.js";
 import { revisionJson } from "../../src/networks/store.js";
-import { fold, foldByRegex, sortedWords, words } from "../../src/networks/text.js";
+import { fold, foldByRegex, sortedWords, words } from "../../src/networks/search/text.js";
 import { openTempCatalog } from "./support.js";
 
 /**

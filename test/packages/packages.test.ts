@@ -15,7 +15,7 @@ import {
   UpdatePackagesRequestSchema,
 } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { PackageManager, type PackageManagerOptions } from "../../src/r/packages/index.js";
-import { createPackageHandlers, type PackageHandlers } from "../../src/rservice/packages.js";
+import { createPackageHandlers, type PackageHandlers } from "../../src/r/service/package-handlers.js";
 import { HTTP_CODE_HEADER } from "../../src/server/rest-hints.js";
 import {
   GIT_ORGANIZATION,

@@ -11,7 +11,8 @@ import { decideIsolation, sessionsRoot } from "../../src/r/confine/isolation.js"
 import { testSessionUids } from "../support/uids.js";
 import { ConsoleLog } from "../../src/r/console-log.js";
 import { REngine } from "../../src/r/engine.js";
-import { createRServiceHandlers } from "../../src/rservice/handlers.js";
+import { PackageManager } from "../../src/r/packages/manager.js";
+import { createRServiceHandlers } from "../../src/r/service/handlers.js";
 
 export const NODE: NodeConfig = { id: "rock-test", cluster: "test", tags: ["t1"] };
 
@@ -55,7 +56,9 @@ export async function startRig(overrides: Partial<RConfig> = {}, options: { libr
   const library = options.library === undefined ? {} : { library: join(dataDir, options.library) };
   const { isolated } = decideIsolation(config);
   const engine = new REngine({ config, dataDir, sessionsDir: sessionsRoot(config, dataDir, isolated), isolated, log, ...library });
-  const handlers = createRServiceHandlers({ engine, node: NODE, r: config, maxUploadBytes: options.maxUploadBytes ?? 1 << 30 });
+  // Package RPCs are tested in test/packages; here a manager that only exists, over a folder of its own.
+  const packages = new PackageManager({ rExecutable: config.executable, repos: [], gitHost: "", gitOrganization: "", scratchDir: join(dataDir, "packages-tmp"), log: (text) => log.append(text), timeoutSeconds: 60 });
+  const handlers = createRServiceHandlers({ engine, node: NODE, r: config, maxUploadBytes: options.maxUploadBytes ?? 1 << 30, packages });
   const close = async (): Promise<void> => {
     await engine.close();
     log.close();

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { LIST_FILTERS, SortedOrder, sortKeyOf, type CatalogIndex, type Indexed, type ListFilter } from "./catalog-index.js";
-import { excerpt, MAX_EXCLUDED_IDS, MAX_QUERY_CHARS } from "./limits.js";
-import type { NetworkRecord } from "./model.js";
+import { excerpt, MAX_EXCLUDED_IDS, MAX_QUERY_CHARS } from "../limits.js";
+import type { NetworkRecord } from "../model.js";
 import { parseRql, RqlSyntaxError, type RqlCall } from "./rql.js";
 import { compileQuery, RqlQueryError, type CompiledQuery, type QueryIndex } from "./search-query.js";
 

@@ -1,15 +1,15 @@
 import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import type { HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
-import type { ExecuteResponseSchema, RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import { callerOf, hasAnyRole } from "../auth/caller.js";
-import { Channel } from "../channel.js";
-import type { EvalEvent } from "../r/child.js";
-import type { REngine } from "../r/engine.js";
-import { contentTypeOf, negotiate } from "../r/negotiate.js";
-import type { AssignSource } from "../r/session.js";
-import { setCreated, setHttpStatus } from "../server/rest-hints.js";
+import type { HttpBody } from "../../../gen/es/google/api/httpbody_pb.js";
+import type { ExecuteResponseSchema, RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
+import { callerOf, hasAnyRole } from "../../auth/caller.js";
+import { Channel } from "../../channel.js";
+import type { EvalEvent } from "../child.js";
+import type { REngine } from "../engine.js";
+import { contentTypeOf, negotiate } from "../negotiate.js";
+import type { AssignSource } from "../session.js";
+import { setCreated, setHttpStatus } from "../../server/rest-hints.js";
 import { SESSION_READERS, SESSION_USERS, sessionFor } from "./access.js";
 
 export type SessionHandlers = Pick<

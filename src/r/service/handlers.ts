@@ -1,10 +1,10 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import type { NodeConfig, RConfig } from "../config/config.js";
-import type { REngine } from "../r/engine.js";
+import type { RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
+import type { NodeConfig, RConfig } from "../../config/config.js";
+import type { REngine } from "../engine.js";
 import { commandHandlers } from "./command-handlers.js";
 import { fileHandlers } from "./file-handlers.js";
-import type { PackageHandlers } from "./packages.js";
+import { createPackageHandlers, type PackageOperations } from "./package-handlers.js";
 import { serverHandlers } from "./server-handlers.js";
 import { sessionHandlers } from "./session-handlers.js";
 
@@ -13,15 +13,17 @@ export interface RServiceDeps {
   readonly node: NodeConfig;
   readonly r: RConfig;
   readonly maxUploadBytes: number;
+  readonly packages: PackageOperations;
 }
 
-/** RService over the R engine, packages excepted (src/rservice/packages.ts). */
-export function createRServiceHandlers(deps: RServiceDeps): Omit<ServiceImpl<typeof RService>, keyof PackageHandlers> {
-  const { engine, node, r, maxUploadBytes } = deps;
+/** RService over the R engine and the package manager; a handler left out fails to type-check. */
+export function createRServiceHandlers(deps: RServiceDeps): ServiceImpl<typeof RService> {
+  const { engine, node, r, maxUploadBytes, packages } = deps;
   return {
     ...serverHandlers(engine, node, r),
     ...sessionHandlers(engine),
     ...commandHandlers(engine, r.commandWaitSeconds * 1000),
     ...fileHandlers(engine, maxUploadBytes),
+    ...createPackageHandlers(packages),
   };
 }

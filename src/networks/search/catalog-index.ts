@@ -1,5 +1,5 @@
 import { FieldIndex } from "./field-index.js";
-import type { NetworkRecord } from "./model.js";
+import type { NetworkRecord } from "../model.js";
 import type { IndexEntry } from "./search-entry.js";
 import { SortedChunks } from "./sorted-keys.js";
 import { fold } from "./text.js";

@@ -1,7 +1,7 @@
 import type { IndexEntry, IndexScalar } from "./search-entry.js";
 import { foldedValuesAt, foldedWords, valuesAt } from "./search-entry.js";
 import { globMatcher, literalPrefix } from "./glob.js";
-import { excerpt, MAX_PATTERN_CHARS } from "./limits.js";
+import { excerpt, MAX_PATTERN_CHARS } from "../limits.js";
 import { isCall, type RqlArg, type RqlCall, type RqlScalar, type RqlValue } from "./rql.js";
 import { fold } from "./text.js";
 import type { FieldIndex } from "./field-index.js";

@@ -1,7 +1,7 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { callerOf, hasAnyRole } from "../auth/caller.js";
-import type { REngine } from "../r/engine.js";
-import type { RSession } from "../r/session.js";
+import { callerOf, hasAnyRole } from "../../auth/caller.js";
+import type { REngine } from "../engine.js";
+import type { RSession } from "../session.js";
 
 export const ADMINISTRATOR = "administrator";
 export const MANAGER = "manager";

@@ -1,9 +1,9 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import type { RService, ServerStatusSchema } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import type { NodeConfig, RConfig } from "../config/config.js";
-import type { REngine } from "../r/engine.js";
-import { negotiate, OCTET_STREAM } from "../r/negotiate.js";
+import type { RService, ServerStatusSchema } from "../../../gen/es/rock/r/v1/rservice_pb.js";
+import type { NodeConfig, RConfig } from "../../config/config.js";
+import type { REngine } from "../engine.js";
+import { negotiate, OCTET_STREAM } from "../negotiate.js";
 
 export type ServerHandlers = Pick<
   ServiceImpl<typeof RService>,

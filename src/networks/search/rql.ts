@@ -1,4 +1,4 @@
-import { excerpt, MAX_QUERY_DEPTH } from "./limits.js";
+import { excerpt, MAX_QUERY_DEPTH } from "../limits.js";
 
 /**
  * RQL parser. The `rql` package (0.3.3) is not used: it reports no error position (the contract asks

@@ -1,11 +1,11 @@
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import type { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import type { REngine } from "../r/engine.js";
-import { openDownload, Upload } from "../r/files.js";
-import { OCTET_STREAM } from "../r/negotiate.js";
-import type { RSession } from "../r/session.js";
+import type { RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
+import type { REngine } from "../engine.js";
+import { openDownload, Upload } from "../files.js";
+import { OCTET_STREAM } from "../negotiate.js";
+import type { RSession } from "../session.js";
 import { SESSION_USERS, sessionFor } from "./access.js";
-import { HTTP_CODE_HEADER } from "../server/rest-hints.js";
+import { HTTP_CODE_HEADER } from "../../server/rest-hints.js";
 
 /**
  * How long an RPC upload waits, once its request stream ended, for a reset of the call. A client

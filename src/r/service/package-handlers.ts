@@ -1,11 +1,11 @@
 import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { ListValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import { HttpBodySchema, type HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
-import { PackageMatrixSchema, type RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import type { PackageManager } from "../r/packages/index.js";
-import { negotiate, OCTET_STREAM } from "../r/negotiate.js";
-import { setHttpStatus } from "../server/rest-hints.js";
+import { HttpBodySchema, type HttpBody } from "../../../gen/es/google/api/httpbody_pb.js";
+import { PackageMatrixSchema, type RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
+import type { PackageManager } from "../packages/index.js";
+import { negotiate, OCTET_STREAM } from "../negotiate.js";
+import { setHttpStatus } from "../../server/rest-hints.js";
 
 export type PackageHandlers = Pick<
   ServiceImpl<typeof RService>,

@@ -1,11 +1,11 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import type { CommandEntry } from "../r/commands.js";
-import type { REngine } from "../r/engine.js";
-import { noSuchCommand } from "../r/errors.js";
-import { contentTypeOf } from "../r/negotiate.js";
-import type { RSession } from "../r/session.js";
-import { setHttpStatus } from "../server/rest-hints.js";
+import type { RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
+import type { CommandEntry } from "../commands.js";
+import type { REngine } from "../engine.js";
+import { noSuchCommand } from "../errors.js";
+import { contentTypeOf } from "../negotiate.js";
+import type { RSession } from "../session.js";
+import { setHttpStatus } from "../../server/rest-hints.js";
 import { SESSION_USERS, sessionFor } from "./access.js";
 
 export type CommandHandlers = Pick<

@@ -1,4 +1,4 @@
-import type { Caller } from "../auth/caller.js";
+import type { Caller } from "../../auth/caller.js";
 
 /** Reference §2.4: what each catalogue role may do to a document. */
 

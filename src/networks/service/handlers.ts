@@ -1,12 +1,12 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { NetworkSchema, NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
-import { parseBasic } from "../auth/basic.js";
-import { callerKey, callerOf, hasAnyRole } from "../auth/caller.js";
-import { Code, ConnectError, setCreated, setHttpStatus } from "../server/rest-hints.js";
-import type { NetworkCatalog } from "./catalog.js";
-import { excerpt } from "./limits.js";
-import { isRevisionStatus, REVISION_STATUSES } from "./model.js";
+import { NetworkSchema, NetworkService } from "../../../gen/es/rock/networks/v1/networks_pb.js";
+import { parseBasic } from "../../auth/basic.js";
+import { callerKey, callerOf, hasAnyRole } from "../../auth/caller.js";
+import { Code, ConnectError, setCreated, setHttpStatus } from "../../server/rest-hints.js";
+import type { NetworkCatalog } from "../catalog.js";
+import { excerpt } from "../limits.js";
+import { isRevisionStatus, REVISION_STATUSES } from "../model.js";
 import { CATALOG_ROLES, permissionsOf, VIEW_ONLY } from "./permissions.js";
 import { networkInput, networkMessage, revisionMessage, summaryMessage } from "./wire.js";
 

@@ -12,10 +12,10 @@ import {
   type Network,
   type NetworkSummary,
   type Revision,
-} from "../../gen/es/rock/networks/v1/networks_pb.js";
-import type { RevisionInfo } from "./catalog.js";
-import { parseContent } from "./document.js";
-import type { LocalizedText, LogoDoc, NetworkInput, NetworkRecord, NetworkState } from "./model.js";
+} from "../../../gen/es/rock/networks/v1/networks_pb.js";
+import type { RevisionInfo } from "../catalog.js";
+import { parseContent } from "../document.js";
+import type { LocalizedText, LogoDoc, NetworkInput, NetworkRecord, NetworkState } from "../model.js";
 import type { DocumentPermissions } from "./permissions.js";
 
 /**

@@ -1,5 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { LocalizedText, NetworkDocument, NetworkRecord, RevisionStatus } from "./model.js";
+import type { LocalizedText, NetworkDocument, NetworkRecord, RevisionStatus } from "../model.js";
 import { fold, sortedWords, words } from "./text.js";
 
 export type IndexScalar = string | number | boolean | null;
