@@ -1,9 +1,11 @@
 /**
  * The floors of the eval round-trips, run by r-bench.ts in a process of their own (like the server
  * under test): a bare node:http server answering "2", a bare @grpc/grpc-js server and a bare
- * Connect-ES (connect-node, h2c) server answering GetSession, and a bare node:http2 server answering
- * every call with one fixed GetSession message. Prints their ports as one JSON line on
- * stdout; exits on SIGTERM/SIGINT or when stdin closes (the bench process is gone).
+ * Connect-ES (connect-node, h2c) server answering GetSession, a bare node:http2 server answering
+ * every call with one fixed GetSession message, and the architecture's own floor: a bare node:http
+ * server relaying each request body, as a script, to a bare R loop and answering what R sent back
+ * (client → Node → R → Node → client with no rock code in between). Prints their ports as one JSON
+ * line on stdout; exits on SIGTERM/SIGINT or when stdin closes (the bench process is gone).
  */
 import http from "node:http";
 import http2 from "node:http2";
@@ -13,6 +15,8 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { GetSessionResponseSchema, RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { RServiceService, type RServiceServer } from "../../gen/grpc-js/rock/r/v1/rservice.js";
+import { cleanupAll } from "./cleanup.js";
+import { RLoopFloor } from "./r-loop-floor.js";
 
 export interface FloorPorts {
   readonly http: number;
@@ -20,6 +24,8 @@ export interface FloorPorts {
   readonly connect: number;
   /** Bare node:http2, one fixed GetSession answer whatever the call. */
   readonly h2: number;
+  /** Bare node:http relaying the body to a bare R loop. */
+  readonly relay: number;
 }
 
 const SUBJECT = "admin";
@@ -69,10 +75,22 @@ bareH2.on("stream", (stream) => {
   });
 });
 
-const ports: FloorPorts = { http: await listen(h1), grpcJs, connect: await listen(h2), h2: await listen(bareH2) };
+const rLoop = await RLoopFloor.start();
+const relay = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  const chunks: Buffer[] = [];
+  req.on("data", (chunk: Buffer) => chunks.push(chunk));
+  req.once("end", () => {
+    rLoop.eval(Buffer.concat(chunks).toString("utf8")).then(
+      (value) => res.writeHead(200, { "content-type": "application/json", "content-length": value.length }).end(value),
+      (error: Error) => res.writeHead(500).end(error.message),
+    );
+  });
+});
+
+const ports: FloorPorts = { http: await listen(h1), grpcJs, connect: await listen(h2), h2: await listen(bareH2), relay: await listen(relay) };
 process.stdout.write(JSON.stringify(ports) + "\n");
 
-const exit = () => process.exit(0);
+const exit = () => void cleanupAll().finally(() => process.exit(0));
 process.once("SIGTERM", exit);
 process.once("SIGINT", exit);
 process.stdin.on("end", exit);

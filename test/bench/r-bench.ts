@@ -255,9 +255,12 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
       const h2Floor = new RawGrpcClient(floors.ports.h2, USER);
       h2FloorTime = await measure(() => h2Floor.unary("/rock.r.v1.RService/GetSession", GetSessionRequestSchema, createMessage(GetSessionRequestSchema, { id }), GetSessionResponseSchema));
       h2Floor.close();
-    } finally {
+    } catch (error) {
       await floors.stop();
+      throw error;
     }
+    const relayFloor = await RawHttpClient.connect(floors.ports.relay, USER);
+    expectText((await relayFloor.request("POST", "/", { "Content-Type": RSCRIPT }, JSON_1)).body, "2", "the relay floor's JSON");
     const rLoop = await RLoopFloor.start();
     if (!(await rLoop.eval("1+1")).equals(rdsRest)) throw new Error("the bare R loop's serialize(1+1) differs from the engine's");
     const getSession = createMessage(GetSessionRequestSchema, { id });
@@ -271,6 +274,8 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
         rsJson: () => qap.eval(JSON_1),
         rsRds: () => qap.eval(RDS_1),
         rLoop: () => rLoop.eval("1+1"),
+        relayJson: () => relayFloor.request("POST", "/", { "Content-Type": RSCRIPT }, JSON_1),
+        relayRds: () => relayFloor.request("POST", "/", { "Content-Type": RSCRIPT }, "1+1"),
         rawRestJson: () => ours.rawRestEval(id, "1+1", "application/json"),
         restJson: () => ours.restEval(id, "1+1", "application/json"),
         grpcJson: () => ours.grpcEval(id, "1+1", "application/json"),
@@ -283,8 +288,11 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
       },
       iterations,
       warmup,
-    ).finally(rLoop.stop);
-    const { restNoR, grpcNoR, connectGrpcNoR, rawGrpcNoR, rLoop: rLoopTime, rsPlain, rsJson, rsRds, rawRestJson, restJson, grpcJson, connectGrpcJson, connectJson, restRds, rawGrpcRds, grpcRds, connectGrpcRds } = m;
+    ).finally(() => {
+      relayFloor.close();
+      return Promise.all([rLoop.stop(), floors.stop()]);
+    });
+    const { relayJson, relayRds, restNoR, grpcNoR, connectGrpcNoR, rawGrpcNoR, rLoop: rLoopTime, rsPlain, rsJson, rsRds, rawRestJson, restJson, grpcJson, connectGrpcJson, connectJson, restRds, rawGrpcRds, grpcRds, connectGrpcRds } = m;
 
     const e = section("R eval round-trip of 1+1 (one session / one Rserve connection, sequential)");
     const row = (figure: string, x: Summary, ref: Summary, refName: string, factor?: number) => {
@@ -311,6 +319,19 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     const floor = (figure: string, x: Summary, what: string) => e.rows.push({ figure: `${figure} p50 / p95`, value: `${ms(x.p50)} / ${ms(x.p95)}`, reference: what });
     floor("Rserve plain 1+1", rsPlain, "(QAP1 floor)");
     floor("floor: bare R socket loop, serialize(1+1)", rLoopTime, "(R's socket layer, no protocol)");
+    // The design's own floor (R behind Node): what the JSON and RDS targets can be read against.
+    e.rows.push({
+      figure: "floor: bare node:http → bare R loop, toJSON(1+1), minimal client p50",
+      value: ms(relayJson.p50),
+      reference: `Rserve toJSON ${ms(rsJson.p50)}`,
+      ratio: ratio(relayJson.p50, rsJson.p50),
+    });
+    e.rows.push({
+      figure: "floor: bare node:http → bare R loop, serialize(1+1), minimal client p50",
+      value: ms(relayRds.p50),
+      reference: `Rserve serialize ${ms(rsRds.p50)}`,
+      ratio: ratio(relayRds.p50, rsRds.p50),
+    });
     floor("floor: bare node:http, minimal client", rawHttpFloorTime, "(no edge, no R)");
     floor("floor: bare node:http, node:http client", httpFloorTime, "(no edge, no R)");
     floor("floor: REST GET /r/session/{id}, node:http client", restNoR, "(edge + auth, no R)");
@@ -323,6 +344,9 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     e.notes.push(`${iterations} iterations after ${warmup} warm-up, in 10 interleaved rounds (every row of rock and Rserve takes 1/10 of its samples per round); REST: a minimal HTTP/1.1 client (one write per request, answer read by Content-Length) and node:http, one keep-alive socket each; gRPC: a minimal node:http2 client (hand-framed messages), @grpc/grpc-js and Connect-ES createGrpcTransport (all h2c, one HTTP/2 connection each); Connect: Connect-ES, HTTP/1.1.`);
     e.notes.push("The server (node src/main.ts), Rserve and the bare floor servers each run in a process of their own; the clients run in this one.");
     e.notes.push(`Rserve JSON = ${JSON_1}; Rserve RDS = ${RDS_1}.`);
+    e.notes.push(
+      `The design puts R behind Node (client → Node → R → Node → client): with no rock code at all, a bare node:http server relaying to a bare R loop answers at ${ratio(relayJson.p50, rsJson.p50)} Rserve's JSON eval and ${ratio(relayRds.p50, rsRds.p50)} its serialized eval; rock's REST JSON eval is ${ratio(rawRestJson.p50, relayJson.p50)} that floor.`,
+    );
     sections.push(e);
 
     // ---- concurrency ----

@@ -2,6 +2,8 @@
  * The floor of a Node ↔ R hop: a bare R loop over a socket connection (readBin a length-prefixed
  * script, parse, eval, serialize, writeBin), with none of the session protocol. It tells what R's own
  * socket layer costs per round trip, against which the engine's hop and Rserve's C loop are read.
+ * A value that is text (what jsonlite::toJSON returns) is answered as its bytes, so the same loop
+ * stands for a JSON eval.
  */
 import { spawn } from "node:child_process";
 import net from "node:net";
@@ -13,7 +15,8 @@ con <- socketConnection("127.0.0.1", as.integer(commandArgs(TRUE)[1]), blocking 
 repeat {
   n <- readBin(con, "integer", 1L, size = 4L, endian = "big")
   if (length(n) == 0L) break
-  v <- serialize(eval(parse(text = rawToChar(readBin(con, "raw", n)), keep.source = FALSE)[[1L]], globalenv()), NULL)
+  v <- eval(parse(text = rawToChar(readBin(con, "raw", n)), keep.source = FALSE)[[1L]], globalenv())
+  v <- if (is.character(v)) charToRaw(v) else serialize(v, NULL)
   writeBin(c(as.raw(c(length(v) %/% 16777216, (length(v) %/% 65536) %% 256, (length(v) %/% 256) %% 256, length(v) %% 256)), v), con)
 }`;
 
@@ -40,7 +43,7 @@ export class RLoopFloor {
     return new RLoopFloor(socket, new SocketReader(socket, "R loop"), stop);
   }
 
-  /** Evaluates `script`; resolves with its R serialization. */
+  /** Evaluates `script`; resolves with its R serialization, or its text. */
   async eval(script: string): Promise<Buffer> {
     const text = Buffer.from(script, "utf8");
     const frame = Buffer.alloc(4 + text.length);
