@@ -15,7 +15,7 @@ import { assertPrivateConfig, protectDataFolder } from "./r/confine/data-folder.
 import { decideIsolation, sessionsRoot } from "./r/confine/isolation.js";
 import { REngine } from "./r/engine.js";
 import { PackageManager } from "./r/packages/index.js";
-import { drainPolicy } from "./r/service/drain-policy.js";
+import { drainPolicy } from "./server/drain-policy.js";
 import { createRServiceHandlers } from "./r/service/handlers.js";
 import { startServer } from "./server/app.js";
 import { drainGate } from "./server/drain-gate.js";
@@ -23,6 +23,7 @@ import { ServiceLifecycle } from "./server/lifecycle.js";
 import { accessLog } from "./server/access-log.js";
 import { callObserver } from "./server/call-observer.js";
 import { engineLog } from "./server/engine-log.js";
+import { faultConversion } from "./server/faults.js";
 import { createLogger, type Logger } from "./server/logger.js";
 import { METRICS_OFF } from "./server/metrics-handler.js";
 import { ServiceMetrics } from "./server/metrics.js";
@@ -118,6 +119,9 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       interceptors: [
         // Nothing reads the calls with the log silent and metrics off: not even timed then.
         ...(callSinks.length === 0 ? [] : [callObserver({ namesSession: (m) => m.parent === RService && m.input.fields.some((f) => f.name === "id"), sinks: callSinks })]),
+        // Outside the drain gate and authentication, so that their refusals are faults too; inside
+        // the observer, which records the answer the client gets.
+        faultConversion,
         drainGate(lifecycle, drainPolicy),
         authInterceptor(users),
       ],

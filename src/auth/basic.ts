@@ -1,8 +1,16 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Fault } from "../errors/fault.js";
 
 export interface BasicCredentials {
   readonly name: string;
   readonly password: string;
+}
+
+/** The realm of the Basic challenge every 401 carries. */
+export const AUTH_REALM = "rock";
+
+/** 401, with the challenge that asks for Basic credentials (HTTP requires one on every 401). */
+export function unauthenticated(message: string): Fault {
+  return new Fault("unauthenticated", message, { challenge: `Basic realm="${AUTH_REALM}"` });
 }
 
 const BASIC_SCHEME = /^basic(?:$|\s)/i;
@@ -38,6 +46,6 @@ export function parseBasic(header: string | null): BasicCredentials | undefined 
   return { name: text.slice(0, colon), password: text.slice(colon + 1) };
 }
 
-function malformed(why: string): ConnectError {
-  return new ConnectError(`Malformed Basic credentials: ${why}`, Code.Unauthenticated);
+function malformed(why: string): Fault {
+  return unauthenticated(`Malformed Basic credentials: ${why}`);
 }

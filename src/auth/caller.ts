@@ -1,5 +1,5 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
-import { ConnectError, Code } from "@connectrpc/connect";
+import { unauthenticated } from "./basic.js";
 
 /** The authenticated user behind a call, whatever protocol it came over. */
 export interface Caller {
@@ -19,7 +19,7 @@ export const clientAddressKey = createContextKey<string | undefined>(undefined, 
 /** The caller of a call whose RPC requires authentication (the interceptor has already refused anonymous calls). */
 export function callerOf(ctx: HandlerContext): Caller {
   const caller = ctx.values.get(callerKey);
-  if (!caller) throw new ConnectError("Authentication required", Code.Unauthenticated);
+  if (!caller) throw unauthenticated("Authentication required");
   return caller;
 }
 

@@ -1,11 +1,10 @@
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { Interceptor } from "@connectrpc/connect";
 import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
 import { access as accessOption, type Access } from "../../gen/es/rock/options/v1/access_pb.js";
-import { parseBasic } from "./basic.js";
+import { Fault } from "../errors/fault.js";
+import { parseBasic, unauthenticated } from "./basic.js";
 import { callerKey, clientAddressKey } from "./caller.js";
 import type { UserDirectory } from "./users.js";
-
-export const AUTH_REALM = "rock";
 
 /** Methods without the option (reflection, health) are public; the option is read once per method. */
 const accessCache = new WeakMap<DescMethod, Access | undefined>();
@@ -29,13 +28,13 @@ export function authInterceptor(users: UserDirectory): Interceptor {
     if (credentials) {
       const caller = await users.authenticate(credentials.name, credentials.password, req.contextValues.get(clientAddressKey));
       if (caller) req.contextValues.set(callerKey, caller);
-      else if (!isPublic) throw new ConnectError("Bad credentials", Code.Unauthenticated);
+      else if (!isPublic) throw unauthenticated("Bad credentials");
     }
     if (isPublic) return next(req);
     const caller = req.contextValues.get(callerKey);
-    if (!caller) throw new ConnectError("Authentication required", Code.Unauthenticated);
+    if (!caller) throw unauthenticated("Authentication required");
     if (access.roles.length > 0 && !access.roles.some((r) => caller.roles.has(r))) {
-      throw new ConnectError(`${req.method.name} requires one of the roles: ${access.roles.join(", ")}`, Code.PermissionDenied);
+      throw new Fault("forbidden", `${req.method.name} requires one of the roles: ${access.roles.join(", ")}`);
     }
     return next(req);
   };

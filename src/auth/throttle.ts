@@ -1,5 +1,5 @@
 import { isIPv6 } from "node:net";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Fault } from "../errors/fault.js";
 
 export interface ThrottleOptions {
   /** Failed logins a client may have in a window; <= 0 disables the throttle. */
@@ -88,8 +88,8 @@ export class FailureThrottle {
 }
 
 /** The answer to a refused login: 429 with Retry-After over REST, RESOURCE_EXHAUSTED elsewhere. */
-export function tooManyAttempts(message: string, retryAfterSeconds: number): ConnectError {
-  return new ConnectError(`${message}; retry in ${retryAfterSeconds} s`, Code.ResourceExhausted, { "retry-after": String(retryAfterSeconds) });
+export function tooManyAttempts(message: string, retryAfterSeconds: number): Fault {
+  return new Fault("limit", `${message}; retry in ${retryAfterSeconds} s`, { retryAfterSeconds });
 }
 
 /**

@@ -1,6 +1,5 @@
 import type { DescMethod } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
-import { clientAddressKey } from "../auth/caller.js";
+import { Code, ConnectError, createContextKey, type ContextValues, type HandlerContext } from "@connectrpc/connect";
 
 export type CallContext = HandlerContext & {
   /** Ends the call's signal (the client left, or the call is over) and unhooks it from shutdown and the deadline. */
@@ -15,8 +14,8 @@ export interface CallContextInit {
   readonly url: string;
   readonly requestHeader: HeadersInit;
   readonly shutdownSignal: AbortSignal;
-  /** The socket's remote address (what failed logins are counted by). */
-  readonly clientAddress: string | undefined;
+  /** The call's context values, made by the composition's `contextValues(req)`: the interceptors' keys are theirs, not the transport's. */
+  readonly values: ContextValues;
   /** The client's deadline (grpc-timeout, connect-timeout-ms); the signal aborts DEADLINE_EXCEEDED when it passes. */
   readonly timeoutMs?: number;
 }
@@ -49,7 +48,7 @@ export function createCallContext(init: CallContextInit): CallContext {
     if (init.timeoutMs <= MAX_TIMER_MS) deadline = setTimeout(() => controller.abort(new ConnectError("the deadline passed", Code.DeadlineExceeded)), init.timeoutMs);
   }
   const rest = init.protocolName === "rest";
-  const values = createContextValues().set(clientAddressKey, init.clientAddress);
+  const values = init.values;
   if (rest) values.set(restCallKey, true);
   return {
     method: init.method,

@@ -1,8 +1,7 @@
 import { create, fromJson, ScalarType, type DescField, type DescMessage, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
-import { HTTP_CODE_HEADER } from "../server/rest-hints.js";
+import { Fault } from "../errors/fault.js";
 import type { Route } from "./route-table.js";
 
 export const HTTP_BODY_TYPE = HttpBodySchema.typeName;
@@ -42,7 +41,7 @@ const JSON_TYPE = /^application\/json\s*(;|$)/i;
 function requireJsonType(contentType: string, body: Buffer | undefined): void {
   if (JSON_TYPE.test(contentType) || (contentType === "" && (body === undefined || body.length === 0))) return;
   const given = contentType === "" ? "none" : `'${contentType}'`;
-  throw new ConnectError(`Content-Type must be application/json for this body (given: ${given})`, Code.InvalidArgument, { [HTTP_CODE_HEADER]: "415" });
+  throw new Fault("unsupported_media", `Content-Type must be application/json for this body (given: ${given})`);
 }
 
 /** Path variables, query parameters and header-sourced fields, in that order of precedence. */
@@ -65,7 +64,7 @@ function setBodyField(r: ReflectMessage, field: DescField, body: Buffer, content
     r.set(field, reflect(HttpBodySchema, create(HttpBodySchema, { contentType, data: body })));
     return;
   }
-  if (field.fieldKind !== "message") throw new ConnectError(`body field ${field.name} must be a message`, Code.Internal);
+  if (field.fieldKind !== "message") throw new Fault("internal", `body field ${field.name} must be a message`);
   r.set(field, reflect(field.message, fromJsonOr400(field.message, parseJson(body))));
 }
 
@@ -74,12 +73,12 @@ function setPath(r: ReflectMessage, path: string, value: string): void {
   let cur = r;
   for (let i = 0; i < names.length - 1; i++) {
     const f = cur.fields.find((x) => x.name === names[i]);
-    if (!f || f.fieldKind !== "message") throw new ConnectError(`bad path variable ${path}`, Code.Internal);
+    if (!f || f.fieldKind !== "message") throw new Fault("internal", `bad path variable ${path}`);
     if (!cur.isSet(f)) cur.set(f, reflect(f.message, create(f.message)));
     cur = cur.get(f) as ReflectMessage;
   }
   const leaf = cur.fields.find((x) => x.name === names[names.length - 1]);
-  if (!leaf) throw new ConnectError(`bad path variable ${path}`, Code.Internal);
+  if (!leaf) throw new Fault("internal", `bad path variable ${path}`);
   setScalar(cur, leaf, value);
 }
 
@@ -91,7 +90,7 @@ function setScalar(r: ReflectMessage, field: DescField, text: string): void {
     return;
   }
   if (field.fieldKind !== "scalar") {
-    throw new ConnectError(`parameter ${field.jsonName} cannot be given in the query`, Code.InvalidArgument);
+    throw new Fault("invalid", `parameter ${field.jsonName} cannot be given in the query`);
   }
   r.set(field, parseScalar(field, field.scalar, text));
 }
@@ -126,14 +125,14 @@ function parseScalar(field: DescField, type: ScalarType, text: string): string |
         if (n >= -2147483648 && n <= 4294967295) return n;
       }
   }
-  throw new ConnectError(`Invalid value for parameter '${field.jsonName}': '${text}'`, Code.InvalidArgument);
+  throw new Fault("invalid", `Invalid value for parameter '${field.jsonName}': '${text}'`);
 }
 
 export function parseJson(body: Buffer): JsonValue {
   try {
     return JSON.parse(body.toString("utf8")) as JsonValue;
   } catch (e) {
-    throw new ConnectError(`Malformed JSON body: ${(e as Error).message}`, Code.InvalidArgument);
+    throw new Fault("invalid", `Malformed JSON body: ${(e as Error).message}`);
   }
 }
 
@@ -141,6 +140,6 @@ function fromJsonOr400<D extends DescMessage>(schema: D, json: JsonValue): Messa
   try {
     return fromJson(schema, json, { ignoreUnknownFields: true });
   } catch (e) {
-    throw new ConnectError(`Invalid JSON body: ${(e as Error).message}`, Code.InvalidArgument);
+    throw new Fault("invalid", `Invalid JSON body: ${(e as Error).message}`);
   }
 }

@@ -1,8 +1,8 @@
 import { toJson, type DescField, type DescMessage, type DescOneof, type Message } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import type { HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
-import { ERROR_BODY_HEADER, HTTP_CODE_HEADER, LOCATION_HEADER } from "../server/rest-hints.js";
 import { isHttpBody } from "./request-decoder.js";
+import { createdPath } from "./rest-answer.js";
 import type { Route } from "./route-table.js";
 
 export interface EncodedBody {
@@ -11,19 +11,22 @@ export interface EncodedBody {
 }
 
 const EMPTY: EncodedBody = { contentType: undefined, data: "" };
-const INTERNAL_HEADERS = new Set([HTTP_CODE_HEADER, LOCATION_HEADER, ERROR_BODY_HEADER]);
 
-/** The status, headers and body of a unary answer, as the handler's response headers ask. */
+/**
+ * The status, headers and body of a unary answer, as the route's `rest_answer` option says: 201 with
+ * a Location when the message holds what the call created, else its status, or its empty status when
+ * there is no body.
+ */
 export function encodeUnary(route: Route, msg: Message, responseHeader: Headers, baseUrl: string) {
-  const status = Number(responseHeader.get(HTTP_CODE_HEADER) ?? 200);
   const headers: Record<string, string> = {};
-  responseHeader.forEach((value, key) => {
-    if (!INTERNAL_HEADERS.has(key)) headers[key] = value;
-  });
-  const location = responseHeader.get(LOCATION_HEADER);
-  if (location) headers["location"] = location.startsWith("/") ? baseUrl + location : location;
+  responseHeader.forEach((value, key) => (headers[key] = value));
+  const rule = route.answer;
+  const created = rule.created && createdPath(rule.created, route.spec.method.output, msg);
+  if (created !== undefined) headers["location"] = baseUrl + created;
+  let status = created !== undefined ? 201 : rule.status;
   const body = status === 204 ? EMPTY : encodeBody(route, msg);
   if (body.contentType) headers["content-type"] = body.contentType;
+  else if (rule.emptyStatus !== undefined) status = rule.emptyStatus;
   return { status, headers, body };
 }
 

@@ -2,19 +2,20 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import type { Interceptor } from "@connectrpc/connect";
+import type { ContextValues, Interceptor } from "@connectrpc/connect";
 import { invokeUnaryImplementation, transformInvokeImplementation } from "@connectrpc/connect/protocol";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
 import { createCallContext, nodeHeaders, type CallContext } from "./call-context.js";
 import { errorLine, restError, toRestError, type RestError } from "./errors.js";
+import { Fault } from "../errors/fault.js";
+import { codeOf } from "../errors/mapping.js";
 import { decodeRequest, isHttpBody, type RequestParts } from "./request-decoder.js";
 import { encodeUnary, ndjsonLine } from "./response-writer.js";
 import type { Route, RouteTable } from "./route-table.js";
 import { readWholeBody } from "./read-body.js";
 import { uploadMessages } from "./upload-stream.js";
-import { HTTP_CODE_HEADER } from "../server/rest-hints.js";
-import { observerIn, ResponseMeter, responseMeterKey, type CallObserver } from "../server/call-observer.js";
+import { ResponseMeter, responseMeterKey, type RefusedCall } from "./response-meter.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 /** What the edge needs of an HTTP/1 or HTTP/2 response (their write() signatures differ). */
@@ -31,11 +32,15 @@ interface Res {
 export interface RestEdgeOptions {
   readonly table: RouteTable;
   readonly interceptors: readonly Interceptor[];
+  /** The context values a call starts with, as connect-node's `contextValues` (the same function). */
+  readonly contextValues: (req: Req) => ContextValues;
   /** Largest non-upload request body; 413 past it. */
   readonly maxBodyBytes: number;
   readonly maxUploadBytes: number;
   readonly shutdownSignal: AbortSignal;
   readonly onInternalError: (err: unknown) => void;
+  /** Told of each request the edge answered itself, which no interceptor saw (the call observer records it). */
+  readonly refused?: (call: RefusedCall) => void;
 }
 
 /**
@@ -51,11 +56,10 @@ const CALL_ENDED = new ConnectError("call ended", Code.Canceled);
 
 export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
   const interceptors = [...opts.interceptors];
-  const observer = observerIn(interceptors);
   return (req, anyRes) => {
-    const res = new MeteredResponse(anyRes as unknown as Res, req, observer);
+    const res = new MeteredResponse(anyRes as unknown as Res, req, opts.refused);
     handle(req, res).catch((err) => {
-      res.refusal = err instanceof ConnectError ? err.code : Code.Internal;
+      res.refusal = codeOf(err);
       if (!res.headersSent) send(res, toRestError(err, opts.onInternalError));
       else res.destroy();
     });
@@ -73,7 +77,7 @@ export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
     }
     if (!("route" in found)) {
       res.refusal = Code.Unimplemented;
-      const e = restError(Code.Unimplemented, `Method ${httpMethod} is not allowed on ${path}`, undefined, 405);
+      const e = restError(Code.Unimplemented, `Method ${httpMethod} is not allowed on ${path}`, 405);
       return send(res, { ...e, headers: { ...e.headers, allow: found.allowed.join(", ") } });
     }
     const { route, vars } = found;
@@ -87,7 +91,7 @@ export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
       url: baseUrl + rawUrl,
       requestHeader: nodeHeaders(req.headers),
       shutdownSignal: opts.shutdownSignal,
-      clientAddress: req.socket.remoteAddress,
+      values: opts.contextValues(req),
     });
     context.values.set(responseMeterKey, res.meter);
     const parts: RequestParts = {
@@ -181,14 +185,13 @@ export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
 class MeteredResponse implements Res {
   readonly meter = new ResponseMeter();
   private readonly started = performance.now();
-  private status = 0;
   private finished = false;
   /** The RPC the request was routed to, once known. */
   rpc: DescMethod | undefined;
   /** The code of the edge's error answer, when it gave one. */
   refusal: Code | undefined;
 
-  constructor(private readonly res: Res, private readonly req: Req, private readonly observer: CallObserver | undefined) {
+  constructor(private readonly res: Res, private readonly req: Req, private readonly refused: ((call: RefusedCall) => void) | undefined) {
     res.once("close", () => this.finish());
   }
 
@@ -197,7 +200,7 @@ class MeteredResponse implements Res {
   }
 
   writeHead(status: number, headers: Record<string, string>): unknown {
-    this.status = status;
+    this.meter.status = status;
     return this.res.writeHead(status, headers);
   }
 
@@ -231,16 +234,16 @@ class MeteredResponse implements Res {
     if (this.finished) return;
     this.finished = true;
     this.meter.finish();
-    if (!this.observer || this.meter.observed) return;
+    if (!this.refused || this.meter.observed) return;
     const url = this.req.url ?? "/";
     const q = url.indexOf("?");
     const length = this.req.headers["content-length"];
-    this.observer.refused({
+    this.refused({
       method: this.rpc,
       protocol: "rest",
       request: `${this.req.method ?? "GET"} ${q < 0 ? url : url.slice(0, q)}`,
       code: this.refusal ?? Code.Unknown,
-      httpStatus: this.status === 0 ? undefined : this.status,
+      httpStatus: this.meter.status === 0 ? undefined : this.meter.status,
       started: this.started,
       bytesIn: length === undefined ? undefined : Number(length),
       bytesOut: this.meter.bytesOut,
@@ -295,6 +298,6 @@ function readBody(req: Req, route: Route, limit: number): Promise<Buffer | undef
   return readWholeBody(req, limit, () => tooLarge(limit));
 }
 
-function tooLarge(limit: number): ConnectError {
-  return new ConnectError(`Request body exceeds the limit of ${limit} bytes`, Code.ResourceExhausted, { [HTTP_CODE_HEADER]: "413" });
+function tooLarge(limit: number): Fault {
+  return new Fault("too_large", `Request body exceeds the limit of ${limit} bytes`);
 }

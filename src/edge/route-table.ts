@@ -4,6 +4,7 @@ import { http as httpOption } from "../../gen/es/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/es/google/api/http_pb.js";
 import { source as sourceOption } from "../../gen/es/rock/options/v1/access_pb.js";
 import { matchPath, parsePathTemplate, type PathTemplate } from "./path-template.js";
+import { compileRestAnswer, type RestAnswerRule } from "./rest-answer.js";
 import type { RegisteredService, RestStyle } from "./service-registry.js";
 
 /** One REST binding of an RPC, compiled from its google.api.http rule at start-up. */
@@ -20,6 +21,8 @@ export interface Route {
   readonly queryFields: ReadonlyMap<string, DescField>;
   /** Fields filled from a request header when not set otherwise. */
   readonly headerFields: readonly (readonly [string, DescField])[];
+  /** The status and Location of a unary answer, from the RPC's `rest_answer` option. */
+  readonly answer: RestAnswerRule;
 }
 
 export interface RouteMatch {
@@ -42,7 +45,8 @@ export class RouteTable {
       for (const method of svc.desc.methods) {
         if (!hasOption(method, httpOption)) continue;
         const rule = getOption(method, httpOption);
-        for (const r of [rule, ...rule.additionalBindings]) this.add(compile(method, r, spec.methods[method.localName]!, svc.rest));
+        const answer = compileRestAnswer(method);
+        for (const r of [rule, ...rule.additionalBindings]) this.add(compile(method, r, spec.methods[method.localName]!, svc.rest, answer));
       }
     }
     for (const list of this.byMethod.values()) list.sort((a, b) => b.template.literalCount - a.template.literalCount);
@@ -83,7 +87,7 @@ export class RouteTable {
 
 const keep = (segment: string): string => segment;
 
-function compile(method: DescMethod, rule: HttpRule, spec: MethodImplSpec, style: RestStyle): Route {
+function compile(method: DescMethod, rule: HttpRule, spec: MethodImplSpec, style: RestStyle, answer: RestAnswerRule): Route {
   const p = rule.pattern;
   if (p.case === undefined || p.case === "custom") throw new Error(`${method.name}: unsupported http rule`);
   const template = parsePathTemplate(p.value);
@@ -109,7 +113,7 @@ function compile(method: DescMethod, rule: HttpRule, spec: MethodImplSpec, style
       method.output.fields.find((f) => f.name === rule.responseBody) ?? method.output.oneofs.find((o) => o.name === rule.responseBody);
     if (!responseBody) throw new Error(`${method.name}: response_body '${rule.responseBody}' is neither a field nor a oneof`);
   }
-  return { httpMethod: p.case.toUpperCase(), template, spec, style, bodyField, responseBody, queryFields, headerFields };
+  return { httpMethod: p.case.toUpperCase(), template, spec, style, bodyField, responseBody, queryFields, headerFields, answer };
 }
 
 function requireField(method: DescMethod, fields: readonly DescField[], name: string): DescField {

@@ -9,7 +9,7 @@ import {
 } from "@connectrpc/connect-node";
 import type http2 from "node:http2";
 import { guardUnaryDecoding, streamDecodeErrors } from "./decode-guard.js";
-import { ResponseMeter, responseMeterKey } from "../server/call-observer.js";
+import { ResponseMeter, responseMeterKey } from "./response-meter.js";
 import { encodeGrpcMessage } from "../rpc/grpc-message.js";
 import { answerUnknownMethod } from "../rpc/unary-fast-path.js";
 import { dropUnreadBody } from "./read-body.js";

@@ -3,10 +3,9 @@ import type { Readable } from "node:stream";
 import busboy from "busboy";
 import { create, type Message } from "@bufbuild/protobuf";
 import { reflect } from "@bufbuild/protobuf/reflect";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
 import { Channel } from "../channel.js";
-import { HTTP_CODE_HEADER } from "../server/rest-hints.js";
+import { Fault } from "../errors/fault.js";
 import { applyParts, type RequestParts } from "./request-decoder.js";
 import type { Route } from "./route-table.js";
 
@@ -29,7 +28,7 @@ export function uploadMessages(
 ): AsyncIterable<Message> {
   const schema = route.spec.method.input;
   const bodyField = route.bodyField;
-  if (!bodyField || bodyField === "*") throw new ConnectError("upload route needs an HttpBody body field", Code.Internal);
+  if (!bodyField || bodyField === "*") throw new Fault("internal", "upload route needs an HttpBody body field");
   const queue = new Channel<Message>({ capacity: HIGH_WATER, overflow: "pause", onDrain: () => active?.resume() });
   let active: Readable | undefined = req;
 
@@ -49,10 +48,10 @@ export function uploadMessages(
     applyParts(route, reflect(schema, m), { vars: new Map(), query: new URLSearchParams([[name, value]]), header: () => undefined });
     return m;
   };
-  const tooLarge = () => new ConnectError(`Upload exceeds the limit of ${maxBytes} bytes`, Code.ResourceExhausted, { [HTTP_CODE_HEADER]: "413" });
+  const tooLarge = () => new Fault("too_large", `Upload exceeds the limit of ${maxBytes} bytes`);
   // Once the upload failed (or the handler gave up) the rest of the body is read and dropped, not
   // left unread: the client then gets the answer instead of a reset connection.
-  const pipeChunks = (stream: Readable, done: () => void, onError: (e: Error) => ConnectError) => {
+  const pipeChunks = (stream: Readable, done: () => void, onError: (e: Error) => Fault) => {
     active = stream;
     let total = 0;
     stream.on("data", (chunk: Buffer) => {
@@ -69,12 +68,12 @@ export function uploadMessages(
   };
   // The request's own stream fails only when the client left before sending all of it; a pipe() does
   // not pass that on, so the close is watched too, or the upload would wait for ever.
-  const clientLeft = () => new ConnectError("client went away before sending the whole body", Code.Canceled);
+  const clientLeft = () => new Fault("canceled", "client went away before sending the whole body");
   req.once("close", () => {
     if (!req.readableEnded) queue.fail(clientLeft());
   });
   // Busboy fails the file part's stream too when the body ends before the closing boundary.
-  const malformed = (e: Error) => new ConnectError(`Malformed multipart body: ${e.message}`, Code.InvalidArgument);
+  const malformed = (e: Error) => new Fault("invalid", `Malformed multipart body: ${e.message}`);
 
   const contentType = req.headers["content-type"] ?? "";
   if (!/^multipart\/form-data/i.test(contentType)) {
@@ -104,7 +103,7 @@ export function uploadMessages(
     stream.once("limit", () => queue.fail(tooLarge()));
     pipeChunks(stream, () => (active = req), malformed);
   });
-  bb.once("close", () => (sawFile ? queue.close() : queue.fail(new ConnectError(`Missing multipart part '${FILE_PART}'`, Code.InvalidArgument))));
+  bb.once("close", () => (sawFile ? queue.close() : queue.fail(new Fault("invalid", `Missing multipart part '${FILE_PART}'`))));
   bb.once("error", (e) => queue.fail(malformed(e as Error)));
   req.pipe(bb);
   return queue;

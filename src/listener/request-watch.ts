@@ -31,7 +31,7 @@ export function watchHttp1(req: http.IncomingMessage, res: http.ServerResponse, 
   const expire = () => {
     if (req.complete) return;
     if (res.headersSent) return void socket.destroy();
-    const e = restError(Code.DeadlineExceeded, "Request body not received in time", undefined, 408);
+    const e = restError(Code.DeadlineExceeded, "Request body not received in time", 408);
     res.writeHead(408, { ...e.headers, connection: "close", "content-length": String(Buffer.byteLength(e.body)) });
     res.end(e.body);
   };

@@ -1,6 +1,4 @@
-import type { JsonObject } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { errorWithBody } from "../server/rest-hints.js";
+import { Fault } from "../errors/fault.js";
 import { diffDocuments } from "./diff.js";
 import { normalizeDocument, storedJson } from "./document.js";
 import { acronymFromName, baseId, firstFreeId, isValidId } from "./ids.js";
@@ -8,7 +6,7 @@ import { KeyedMutex } from "./keyed-mutex.js";
 import { excerpt, MAX_COMMENT_CHARS } from "./limits.js";
 import { CatalogIndex, type Indexed } from "./search/catalog-index.js";
 import { planList, runList, type ListParams, type ListResult } from "./search/listing.js";
-import type { NetworkDocument, NetworkInput, NetworkRecord, NetworkState, RevisionRecord, RevisionStatus } from "./model.js";
+import type { JsonObject, NetworkDocument, NetworkInput, NetworkRecord, NetworkState, RevisionRecord, RevisionStatus } from "./model.js";
 import { indexEntryOf } from "./search/search-entry.js";
 import { dayStart, issueShareKey, shareKeyGrants } from "./share-key.js";
 import * as machine from "./state-machine.js";
@@ -28,7 +26,7 @@ export interface RevisionInfo {
 }
 
 function notFound(id: string): never {
-  throw new ConnectError(`No such network: ${excerpt(id)}`, Code.NotFound);
+  throw new Fault("not_found", `No such network: ${excerpt(id)}`);
 }
 
 /**
@@ -113,7 +111,7 @@ export class NetworkCatalog {
   private async commit(before: Indexed | undefined, record: NetworkRecord, author?: string, comment?: string): Promise<NetworkRecord> {
     const { document, state } = record;
     if (comment !== undefined && comment.length > MAX_COMMENT_CHARS) {
-      throw new ConnectError(`comment is ${comment.length} characters long; at most ${MAX_COMMENT_CHARS} are accepted`, Code.InvalidArgument);
+      throw new Fault("invalid", `comment is ${comment.length} characters long; at most ${MAX_COMMENT_CHARS} are accepted`);
     }
     // Checked before indexing, which recurses into the model as deep as it goes.
     const documentJson = before?.record.document === document ? undefined : storedJson(document);
@@ -136,14 +134,14 @@ export class NetworkCatalog {
 
   private claimId(input: NetworkInput): string {
     if (input.id) {
-      if (!isValidId(input.id)) throw new ConnectError(`Invalid network id: ${JSON.stringify(excerpt(input.id))}`, Code.InvalidArgument);
-      if (this.taken(input.id)) throw new ConnectError(`Network already exists: ${input.id}`, Code.AlreadyExists);
+      if (!isValidId(input.id)) throw new Fault("invalid", `Invalid network id: ${JSON.stringify(excerpt(input.id))}`);
+      if (this.taken(input.id)) throw new Fault("conflict", `Network already exists: ${input.id}`);
       return input.id;
     }
     const name = normalizeDocument(input, "").name;
     const acronym = input.acronym?.some((a) => a.value !== "") ? input.acronym : acronymFromName(name);
     const base = baseId([...acronym].filter((a) => a.value !== "").sort((a, b) => (a.lang < b.lang ? -1 : a.lang > b.lang ? 1 : 0)));
-    if (base === "") throw new ConnectError("Cannot derive an id from the acronym or name", Code.InvalidArgument);
+    if (base === "") throw new Fault("invalid", "Cannot derive an id from the acronym or name");
     return firstFreeId(base, (id) => this.taken(id));
   }
 
@@ -177,7 +175,7 @@ export class NetworkCatalog {
   /** Full replacement; the path id wins and a different body id is refused. */
   update(id: string, input: NetworkInput, author: string, comment?: string): Promise<NetworkRecord> {
     if (input.id && input.id !== id) {
-      throw new ConnectError(`Body id ${excerpt(input.id)} differs from path id ${excerpt(id)}`, Code.InvalidArgument);
+      throw new Fault("invalid", `Body id ${excerpt(input.id)} differs from path id ${excerpt(id)}`);
     }
     const document = normalizeDocument(input, id);
     return this.change(id, (current) => this.saveDocument(current, document, author, comment));
@@ -204,7 +202,7 @@ export class NetworkCatalog {
     return this.change(id, async () => {
       const referrers = [...this.index.fields.withValues("networkIds", [id])].filter((other) => other !== id).sort();
       if (referrers.length > 0) {
-        throw errorWithBody(Code.AlreadyExists, `Network ${id} is included in: ${referrers.join(", ")}`, { network: referrers });
+        throw new Fault("conflict", `Network ${id} is included in: ${referrers.join(", ")}`, { body: { network: referrers } });
       }
       await this.store.remove(id);
       this.hide(id);
@@ -227,7 +225,7 @@ export class NetworkCatalog {
     this.get(id);
     const seq = /^[1-9][0-9]{0,9}$/.test(commitId) ? Number(commitId) : undefined;
     const revision = seq === undefined ? undefined : await this.store.revision(id, seq);
-    if (!revision) throw new ConnectError(`No such revision of network ${id}: ${excerpt(commitId)}`, Code.NotFound);
+    if (!revision) throw new Fault("not_found", `No such revision of network ${id}: ${excerpt(commitId)}`);
     return revision;
   }
 
@@ -266,7 +264,7 @@ export class NetworkCatalog {
     for (const id of [...this.mirror.keys()]) {
       // A network deleted while the rebuild runs has nothing left to index.
       await this.indexNetwork(id).catch((e: unknown) => {
-        if (!(e instanceof ConnectError && e.code === Code.NotFound)) throw e;
+        if (!(e instanceof Fault && e.kind === "not_found")) throw e;
       });
     }
     this.index.rebuild();
@@ -275,8 +273,8 @@ export class NetworkCatalog {
   shareKey(id: string, expire: string): string {
     this.get(id);
     const start = dayStart(expire);
-    if (start === undefined) throw new ConnectError("expire must be a day as YYYY-MM-DD", Code.InvalidArgument);
-    if (start <= this.clock().getTime()) throw new ConnectError("expire must be a day that has not begun", Code.InvalidArgument);
+    if (start === undefined) throw new Fault("invalid", "expire must be a day as YYYY-MM-DD");
+    if (start <= this.clock().getTime()) throw new Fault("invalid", "expire must be a day that has not begun");
     return issueShareKey(this.secret, id, expire);
   }
 

@@ -1,5 +1,4 @@
-import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import type { NetworkDocument } from "./model.js";
+import type { JsonObject, JsonValue, NetworkDocument } from "./model.js";
 
 /**
  * Differences between two revisions: `{"<field>": [left, right]}` for each changed top-level field,

@@ -1,10 +1,9 @@
-import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Fault } from "../errors/fault.js";
 import { MAX_DOCUMENT_BYTES, MAX_JSON_DEPTH, MAX_JSON_VALUES } from "./limits.js";
-import type { LocalizedText, NetworkDocument, NetworkInput } from "./model.js";
+import type { JsonObject, JsonValue, LocalizedText, NetworkDocument, NetworkInput } from "./model.js";
 
 function invalid(message: string): never {
-  throw new ConnectError(message, Code.InvalidArgument);
+  throw new Fault("invalid", message);
 }
 
 // One frozen list stands for every empty one: documents are never changed in place, and the mirror

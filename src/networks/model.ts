@@ -1,6 +1,11 @@
-import type { JsonObject } from "@bufbuild/protobuf";
+/** Internal (storage) shapes of the catalogue; the wire shapes live in service/wire.ts. */
 
-/** Internal (storage) shapes of the catalogue; the wire shapes live in wire.ts. */
+/**
+ * A JSON value as documents hold it (the model, study summaries, memberships). The same shape as
+ * protobuf-es's JsonValue, so the service hands it to and from `google.protobuf.Struct` fields as is.
+ */
+export type JsonValue = number | string | boolean | null | JsonObject | JsonValue[];
+export type JsonObject = { [key: string]: JsonValue };
 
 export interface LocalizedText {
   readonly lang: string;

@@ -37,18 +37,20 @@ function uploadContent(route: Route): Content {
 
 /**
  * The body of a unary answer (response-writer.ts): the whole response message, its `response_body`
- * field, or the members of a `response_body` oneof (whichever is set); `member` picks one member, or
- * none (null) when the handler leaves the field unset. Undefined: no body.
+ * field, or the members of a `response_body` oneof (whichever is set); `pick` keeps those a given
+ * answer can carry (the field, or the members). Undefined: no body.
  */
-export function answerContent(route: Route, schemas: SchemaSet, answers: HandlerAnswers, member?: string | null): Content | undefined {
-  if (member === null) return undefined;
+export function answerContent(
+  route: Route,
+  schemas: SchemaSet,
+  answers: HandlerAnswers,
+  pick: (members: readonly DescField[]) => readonly DescField[] = (members) => members,
+): Content | undefined {
   const rb = route.responseBody;
   const output = route.spec.method.output;
   if (!rb) return output.fields.length > 0 ? json(schemas.message(output, route.style)) : undefined;
-  const candidates = rb.kind === "oneof" ? rb.fields : [rb];
-  const chosen = member === undefined ? candidates : candidates.filter((f) => f.name === member);
-  if (chosen.length === 0) throw new Error(`${output.typeName} has no response member '${member}'`);
-  return merge(chosen.map((f) => fieldContent(route, schemas, answers, f)));
+  const chosen = pick(rb.kind === "oneof" ? rb.fields : [rb]);
+  return chosen.length === 0 ? undefined : merge(chosen.map((f) => fieldContent(route, schemas, answers, f)));
 }
 
 /**

@@ -51,7 +51,7 @@ export function withApiDocs(document: OpenApiDocument, next: NodeHandlerFn): Nod
     if (!load) return next(req, anyRes);
     const res = anyRes as unknown as Res;
     if (req.method !== "GET" && req.method !== "HEAD") {
-      return send(res, restError(Code.Unimplemented, `Method ${req.method} is not allowed here`, undefined, 405), { allow: "GET, HEAD" });
+      return send(res, restError(Code.Unimplemented, `Method ${req.method} is not allowed here`, 405), { allow: "GET, HEAD" });
     }
     load().then(
       (file) => {

@@ -1,4 +1,4 @@
-import { AUTH_REALM } from "../auth/interceptor.js";
+import { AUTH_REALM } from "../auth/basic.js";
 import { isHttpBody } from "../edge/request-decoder.js";
 import type { Route } from "../edge/route-table.js";
 import type { HandlerAnswers } from "./handler-answers.js";

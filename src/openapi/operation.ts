@@ -1,15 +1,16 @@
+import type { DescField } from "@bufbuild/protobuf";
 import type { Route } from "../edge/route-table.js";
 import { FILE_PART } from "../edge/upload-stream.js";
 import { accessRule, accessText, securityOf } from "./access.js";
 import { answerContent, rawStreamField, requestBodyOf, streamContent } from "./bodies.js";
 import { commentOf } from "./comments.js";
 import { errorResponses } from "./error-responses.js";
-import { handlerAnswers, type HandlerAnswers, type SuccessAnswer } from "./handler-answers.js";
+import { handlerAnswers, type HandlerAnswers, type SuccessStatus } from "./handler-answers.js";
 import type { SchemaSet } from "./json-schema.js";
 import { parametersOf } from "./parameters.js";
 import type { Operation, Response } from "./types.js";
 
-const STATUS_TEXT: Readonly<Record<SuccessAnswer["status"], string>> = { 200: "OK.", 201: "Created.", 204: "No content." };
+const STATUS_TEXT: Readonly<Record<SuccessStatus, string>> = { 200: "OK.", 201: "Created.", 204: "No content." };
 const LOCATION = { Location: { description: "The URL of what was created.", schema: { type: "string", format: "uri" } } };
 
 /** One route of the table as an OpenAPI operation. */
@@ -33,18 +34,38 @@ export function describeRoute(route: Route, schemas: SchemaSet, operationId: str
   };
 }
 
-/** A stream's status goes out with its first message: always 200 (rest-handler.ts). */
+/**
+ * The answers the route's `rest_answer` option gives (response-writer.ts). A created resource is told
+ * by the response fields its template reads: the 201 carries the members holding them, the route's
+ * other status the rest. A stream's status goes out with its first message: always 200 (rest-handler.ts).
+ */
 function successResponses(route: Route, schemas: SchemaSet, answers: HandlerAnswers): Record<string, Response> {
   if (route.spec.kind === "server_streaming") return { "200": { description: STATUS_TEXT[200], content: streamContent(route, schemas, answers) } };
-  const success = answers.success ?? [{ status: 200 }];
-  return Object.fromEntries(success.map((a) => [String(a.status), successResponse(route, schemas, answers, a)]));
+  const { status, emptyStatus, created } = route.answer;
+  const responses: Record<string, Response> = {};
+  const describe = (s: SuccessStatus, pick?: (members: readonly DescField[]) => readonly DescField[]): void => {
+    responses[String(s)] = successResponse(route, schemas, answers, s, pick);
+  };
+  if (created) {
+    const holds = (f: DescField): boolean => created.fields.includes(f);
+    describe(201, (members) => (members.some(holds) ? members.filter(holds) : members));
+    if (answers.when?.[status] !== undefined) describe(status, (members) => members.filter((f) => !holds(f)));
+  } else describe(status);
+  if (emptyStatus !== undefined) describe(emptyStatus, () => []);
+  return responses;
 }
 
-function successResponse(route: Route, schemas: SchemaSet, answers: HandlerAnswers, answer: SuccessAnswer): Response {
-  const description = answer.when ?? STATUS_TEXT[answer.status];
-  if (answer.status === 204) return { description };
-  const headers = { ...(answer.status === 201 ? LOCATION : {}), ...answers.headers };
-  const content = answerContent(route, schemas, answers, answer.member);
+function successResponse(
+  route: Route,
+  schemas: SchemaSet,
+  answers: HandlerAnswers,
+  status: SuccessStatus,
+  pick?: (members: readonly DescField[]) => readonly DescField[],
+): Response {
+  const description = answers.when?.[status] ?? STATUS_TEXT[status];
+  if (status === 204) return { description };
+  const headers = { ...(status === 201 ? LOCATION : {}), ...answers.headers };
+  const content = answerContent(route, schemas, answers, pick);
   return { description, ...(Object.keys(headers).length > 0 ? { headers } : {}), ...(content ? { content } : {}) };
 }
 

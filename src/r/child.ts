@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { StringDecoder } from "node:string_decoder";
 import { Answer, DRAIN, FrameReader, isLive, Marker, MARKER_LEAD, ONE_READ, type Frame } from "./protocol.js";
+import { SESSION_ENDED } from "./errors.js";
 import { signalProcess } from "./signals.js";
 
 /** What an evaluation prints or signals while it runs, in the order R produced it. */
@@ -11,7 +12,12 @@ export interface EvalEvent {
 
 export type EventSink = (event: EvalEvent) => void;
 
-export type Outcome = { readonly ok: true; readonly value: Buffer } | { readonly ok: false; readonly error: string };
+export type Outcome =
+  | { readonly ok: true; readonly value: Buffer }
+  /** `ended`: the process ended before it answered, `error` says so; otherwise R's own error. */
+  | { readonly ok: false; readonly error: string; readonly ended?: true };
+
+const ENDED: Outcome = { ok: false, error: SESSION_ENDED, ended: true };
 
 interface Running {
   /** A live request (Request.live): its events are framed and ordered by markers, its output streamed. */
@@ -85,7 +91,7 @@ export class RChild {
    * larger than ONE_READ waits for its START marker (see protocol.ts, interrupts).
    */
   run(request: Buffer, sink?: EventSink): Promise<Outcome> {
-    if (this.ended) return Promise.resolve({ ok: false, error: "R session has ended" });
+    if (this.ended) return Promise.resolve(ENDED);
     if (this.running) throw new Error("R session is already running a request");
     const live = isLive(request);
     return new Promise((resolve) => {
@@ -234,7 +240,7 @@ export class RChild {
     this.ended = true;
     this.main.destroy();
     this.out.destroy();
-    this.finish({ ok: false, error: "R session has ended" });
+    this.finish(ENDED);
     for (const listener of this.closeListeners.splice(0)) listener();
   }
 }

@@ -1,12 +1,23 @@
-import { create } from "@bufbuild/protobuf";
-import { CommandSchema, type Command } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import { commandDate } from "./dates.js";
-import type { ValueFormat } from "./negotiate.js";
+import type { ValueFormat } from "./protocol.js";
 
 export type CommandStatus = "PENDING" | "IN_PROGRESS" | "COMPLETED" | "FAILED";
 
+/** What a command tells of itself: the service answers it as a `Command` message. */
+export interface CommandInfo {
+  readonly id: string;
+  readonly sessionId: string;
+  readonly script: string;
+  readonly status: CommandStatus;
+  readonly finished: boolean;
+  readonly createdAt: Date;
+  readonly startAt: Date | undefined;
+  readonly endAt: Date | undefined;
+  readonly error: string | undefined;
+  readonly result: Buffer | undefined;
+}
+
 /** An asynchronous operation of a session, from submission to the retrieval of its result. */
-export class CommandEntry {
+export class CommandEntry implements CommandInfo {
   status: CommandStatus = "PENDING";
   readonly createdAt = new Date();
   startAt: Date | undefined;
@@ -53,22 +64,6 @@ export class CommandEntry {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
     clearTimeout(timer);
-  }
-
-  toProto(): Command {
-    return create(CommandSchema, {
-      id: this.id,
-      sessionId: this.sessionId,
-      status: this.status,
-      finished: this.finished,
-      createdDate: commandDate(this.createdAt),
-      startDate: this.startAt && commandDate(this.startAt),
-      endDate: this.endAt && commandDate(this.endAt),
-      withError: this.error !== undefined,
-      error: this.error,
-      withResult: this.result !== undefined,
-      script: this.script,
-    });
   }
 
   private end(status: CommandStatus): void {

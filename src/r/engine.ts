@@ -9,11 +9,10 @@ import { searchableByOthers } from "./confine/isolation.js";
 import { liveProcessesByUid, reapUid } from "./confine/processes.js";
 import { UidPool } from "./confine/uid-pool.js";
 import { noSuchSession, notRunning, stillStarting, tooManySessions } from "./errors.js";
-import type { ValueFormat } from "./negotiate.js";
 import type { RChild } from "./child.js";
 import { assertTrustedProfile } from "./profile.js";
 import { RServerProcess, type SessionIdentity } from "./rserver.js";
-import { evalFrame } from "./protocol.js";
+import { evalFrame, type ValueFormat } from "./protocol.js";
 import { RSession, type SessionDirs } from "./session.js";
 
 export interface REngineOptions {

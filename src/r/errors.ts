@@ -1,38 +1,47 @@
-import { Code, ConnectError } from "@connectrpc/connect";
-import { retryLater } from "../server/rest-hints.js";
+import { Fault, retryLater } from "../errors/fault.js";
 
-export function noSuchSession(id: string): ConnectError {
-  return new ConnectError(`No such R session: ${id}`, Code.NotFound);
+export function noSuchSession(id: string): Fault {
+  return new Fault("not_found", `No such R session: ${id}`);
 }
 
-export function noSuchCommand(id: string): ConnectError {
-  return new ConnectError(`No such R command: ${id}`, Code.NotFound);
+export function noSuchCommand(id: string): Fault {
+  return new Fault("not_found", `No such R command: ${id}`);
 }
 
 /**
- * R is stopped and nothing will start it (an administrator stopped it, or its start failed): the
- * contract lists this among its 500s.
+ * R is stopped and nothing will start it (an administrator stopped it, or its start failed), or it
+ * stopped under the call: the contract lists this among its 500s.
  */
-export function notRunning(): ConnectError {
-  return new ConnectError("R server is not running", Code.Internal);
+export function notRunning(): Fault {
+  return new Fault("internal", "R server is not running");
 }
 
 /** R is starting (the service's start, a restart, PUT /rserver) past the caller's wait: 503, come back. */
-export function stillStarting(): ConnectError {
+export function stillStarting(): Fault {
   return retryLater("R server is starting");
 }
 
+export const SESSION_ENDED = "R session has ended";
+
+/**
+ * The session ended before or while it ran the call (deleted, its R process gone, R stopped): the
+ * contract's 500 "the session could not be accessed", whether the call was waiting its turn or running.
+ */
+export function sessionEnded(): Fault {
+  return new Fault("internal", SESSION_ENDED);
+}
+
 /** An error raised by the caller's R code: the client's fault, answered 400 with R's message. */
-export function rError(message: string): ConnectError {
-  return new ConnectError(message, Code.InvalidArgument);
+export function rError(message: string): Fault {
+  return new Fault("invalid", message);
 }
 
 /** A file path or upload refused by the rules of the session's folders (400). */
-export function badPath(message: string): ConnectError {
-  return new ConnectError(message, Code.InvalidArgument);
+export function badPath(message: string): Fault {
+  return new Fault("invalid", message);
 }
 
 /** A limit on sessions is reached (429). */
-export function tooManySessions(message: string): ConnectError {
-  return new ConnectError(message, Code.ResourceExhausted);
+export function tooManySessions(message: string): Fault {
+  return new Fault("limit", message);
 }

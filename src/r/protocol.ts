@@ -1,4 +1,3 @@
-import type { ValueFormat } from "./negotiate.js";
 import type { SessionIdentity } from "./rserver.js";
 import type { AssignSource } from "./session.js";
 
@@ -72,6 +71,9 @@ export const Marker = {
 
 /** The byte that starts a marker. */
 export const MARKER_LEAD = 0;
+
+/** How an R value is answered: jsonlite JSON, or the bytes of R's serialize(x, NULL). */
+export type ValueFormat = "json" | "rds";
 
 /** How a value comes back: JSON text or R serialization (the first byte of E, L and Q payloads). */
 export const FormatByte = { json: "j", rds: "r" } as const satisfies Record<ValueFormat, string>;

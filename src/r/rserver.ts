@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { RChild } from "./child.js";
 import { sessionEnvironment } from "./confine/environment.js";
 import { loopbackPeerUid } from "./confine/peer.js";
+import { notRunning } from "./errors.js";
 import {
   Answer,
   decodeServerGreeting,
@@ -106,7 +107,7 @@ export class RServerProcess {
       const done = (): void => {
         if (this.hasExited) return;
         this.hasExited = true;
-        this.failAll(new Error("R server process has exited"));
+        this.failAll(notRunning());
         this.listener.close();
         this.killGroup();
         for (const listener of this.exitListeners.splice(0)) listener();
@@ -120,7 +121,7 @@ export class RServerProcess {
     control.on("data", (chunk: Buffer) => {
       for (const frame of reader.push(chunk)) this.replies.shift()?.resolve(frame);
     });
-    control.on("close", () => this.failAll(new Error("R server connection closed")));
+    control.on("close", () => this.failAll(notRunning()));
     control.on("error", () => undefined);
   }
 
@@ -249,7 +250,7 @@ export class RServerProcess {
   }
 
   private abandonForks(): void {
-    for (const pending of this.forks.values()) pending.reject(new Error("R server is stopping"));
+    for (const pending of this.forks.values()) pending.reject(notRunning());
   }
 
   private killGroup(): void {
@@ -257,7 +258,7 @@ export class RServerProcess {
   }
 
   private request(frame: Buffer): Promise<Frame> {
-    if (this.hasExited || this.control.destroyed) return Promise.reject(new Error("R server is not running"));
+    if (this.hasExited || this.control.destroyed) return Promise.reject(notRunning());
     return new Promise((resolve, reject) => {
       this.replies.push({ resolve, reject });
       this.control.write(frame);

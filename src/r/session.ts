@@ -1,13 +1,9 @@
-import { create } from "@bufbuild/protobuf";
-import { SessionSchema, type Session } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import type { EventSink, Outcome, RChild } from "./child.js";
 import { CommandList, type CommandEntry } from "./commands.js";
 import type { Owner } from "./confine/as-owner.js";
 import { cpuSeconds } from "./confine/processes.js";
-import { sessionDate } from "./dates.js";
-import { rError } from "./errors.js";
-import { assignFrame, evalFrame } from "./protocol.js";
-import type { ValueFormat } from "./negotiate.js";
+import { rError, sessionEnded } from "./errors.js";
+import { assignFrame, evalFrame, type ValueFormat } from "./protocol.js";
 
 /** A session's folders: `work` (its working directory), `tmp` (its tempdir()), both inside `home`. */
 export interface SessionDirs {
@@ -47,11 +43,21 @@ function assignScript(symbol: string, source: AssignSource): string {
     : `${symbol} <- unserialize(<${source.bytes.length} bytes>)`;
 }
 
+/** What a session tells of itself: the service answers it as a `Session` message. */
+export interface SessionInfo {
+  readonly id: string;
+  /** The user who created it. */
+  readonly subject: string;
+  readonly busy: boolean;
+  readonly createdAt: Date;
+  readonly lastAccess: Date;
+}
+
 /**
  * A stateful R session: one forked R process whose operations (sync calls, commands, Execute) run one
  * at a time in submission order.
  */
-export class RSession {
+export class RSession implements SessionInfo {
   readonly createdAt = new Date();
   lastAccess = this.createdAt;
   readonly commands: CommandList;
@@ -90,17 +96,7 @@ export class RSession {
     else this.endListeners.push(listener);
   }
 
-  toProto(): Session {
-    return create(SessionSchema, {
-      id: this.id,
-      subject: this.subject,
-      busy: this.active,
-      createdDate: sessionDate(this.createdAt),
-      lastAccessDate: sessionDate(this.lastAccess),
-    });
-  }
-
-  /** The value of `script` (JSON text or R serialization bytes); R errors become InvalidArgument. */
+  /** The value of `script` (JSON text or R serialization bytes); an R error is an `invalid` fault. */
   async eval(script: Uint8Array, format: ValueFormat, sink?: EventSink, signal?: AbortSignal): Promise<Buffer> {
     return valueOf(await this.schedule(evalFrame(script, format, sink !== undefined), sink, signal));
   }
@@ -132,7 +128,7 @@ export class RSession {
     if (this.ended) return;
     this.ended = true;
     this.child.kill();
-    const reason = new Error("R session has ended");
+    const reason = sessionEnded();
     for (const job of this.queue.splice(0)) job.drop(reason);
     for (const listener of this.endListeners.splice(0)) listener();
     await this.dispose();
@@ -223,7 +219,7 @@ export class RSession {
   }
 
   private enqueue(job: Job): void {
-    if (this.ended) return job.drop(new Error("R session has ended"));
+    if (this.ended) return job.drop(sessionEnded());
     this.queue.push(job);
     this.pump();
   }
@@ -241,6 +237,6 @@ export class RSession {
 }
 
 function valueOf(outcome: Outcome): Buffer {
-  if (!outcome.ok) throw rError(outcome.error);
+  if (!outcome.ok) throw outcome.ended ? sessionEnded() : rError(outcome.error);
   return outcome.value;
 }

@@ -1,14 +1,14 @@
 import type http from "node:http";
 import type http2 from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, createServiceImplSpec, type Interceptor, type MethodImplSpec, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, createServiceImplSpec, type ContextValues, type Interceptor, type MethodImplSpec, type ServiceImpl } from "@connectrpc/connect";
 import { compressedFlag, compressionNegotiate, invokeUnaryImplementation, type Compression } from "@connectrpc/connect/protocol";
 import * as connect from "@connectrpc/connect/protocol-connect";
 import * as grpc from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { createCallContext, nodeHeaders, type CallContext } from "../edge/call-context.js";
 import { dropUnreadBody, readWholeBody } from "../edge/read-body.js";
-import { ResponseMeter, responseMeterKey } from "../server/call-observer.js";
+import { ResponseMeter, responseMeterKey } from "../edge/response-meter.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 import { envelope, ENVELOPE_HEADER_BYTES, isGrpcFamily, MethodCodec, singleEnvelope, wireOf, type Wire } from "./wire.js";
 
@@ -25,6 +25,8 @@ interface Res {
 export interface UnaryFastPathOptions {
   readonly services: readonly { readonly desc: DescService; readonly impl: Partial<ServiceImpl<DescService>> }[];
   readonly interceptors: readonly Interceptor[];
+  /** The context values a call starts with, as connect-node's `contextValues` (the same function). */
+  readonly contextValues: (req: Req) => ContextValues;
   /** Largest request message, after decompression. */
   readonly readMaxBytes: number;
   readonly compressions: readonly Compression[];
@@ -93,7 +95,7 @@ export function createUnaryFastPath(opts: UnaryFastPathOptions): FastPath {
       url: `http://${headerValue(header[":authority"]) ?? headerValue(header.host) ?? "localhost"}${req.url ?? ""}`,
       requestHeader: nodeHeaders(header),
       shutdownSignal: opts.shutdownSignal,
-      clientAddress: req.socket.remoteAddress,
+      values: opts.contextValues(req),
       timeoutMs: timeout.error ? undefined : timeout.timeoutMs,
     });
     const compression = compressionNegotiate(

@@ -1,9 +1,12 @@
 import { setMaxListeners } from "node:events";
 import { create, createFileRegistry, type DescFile, type DescService } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
-import { createContextValues, type Interceptor } from "@connectrpc/connect";
+import { createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import type { IncomingMessage } from "node:http";
+import type { Http2ServerRequest } from "node:http2";
 import { clientAddressKey } from "../auth/caller.js";
 import { createRestHandler } from "../edge/rest-handler.js";
+import { observerIn } from "./call-observer.js";
 import { RouteTable } from "../edge/route-table.js";
 import { rpcAdapter } from "../edge/rpc-adapter.js";
 import { createUnaryFastPath } from "../rpc/unary-fast-path.js";
@@ -63,15 +66,20 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const reflection = createReflection(registryOf([...served.map((s) => s.file), ReflectionV1.file, ReflectionV1Alpha.file]), serviceNames);
   const onInternalError = (err: unknown) => opts.logger.error("internal error", { error: String((err as Error)?.stack ?? err) });
 
+  // Every transport starts a call's context values here, so that only the composition knows auth's key.
+  const contextValues = (req: IncomingMessage | Http2ServerRequest): ContextValues =>
+    createContextValues().set(clientAddressKey, req.socket.remoteAddress);
   const health = createHealth(opts.services.map((s) => s.desc.typeName), opts.serving);
   const table = new RouteTable(opts.services);
   const rest = createRestHandler({
     table,
     interceptors: opts.interceptors,
+    contextValues,
     maxBodyBytes: opts.maxBodyBytes,
     maxUploadBytes: opts.maxUploadBytes,
     shutdownSignal: shutdown.signal,
     onInternalError,
+    refused: observerIn(opts.interceptors)?.refused,
   });
   const compressions = [compressionGzip, compressionBrotli];
   const connectHandler = rpcAdapter({
@@ -82,7 +90,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       router.service(ReflectionV1Alpha, reflection.v1alpha);
     },
     interceptors: [...opts.interceptors],
-    contextValues: (req) => createContextValues().set(clientAddressKey, req.socket.remoteAddress),
+    contextValues,
     readMaxBytes: opts.maxBodyBytes,
     acceptCompression: compressions,
     shutdownSignal: shutdown.signal,
@@ -94,6 +102,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ? createUnaryFastPath({
         services: [...opts.services, registerService(Health, health, { alwaysEmitImplicit: false })],
         interceptors: opts.interceptors,
+        contextValues,
         readMaxBytes: opts.maxBodyBytes,
         compressions,
         shutdownSignal: shutdown.signal,

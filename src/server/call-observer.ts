@@ -1,12 +1,10 @@
 import type { DescMethod, Message } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextKey, type Interceptor, type StreamRequest, type StreamResponse } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor, type StreamRequest, type StreamResponse } from "@connectrpc/connect";
 import { callerKey } from "../auth/caller.js";
 import { restCallKey } from "../edge/call-context.js";
-import { codeName, httpStatusOf } from "../edge/errors.js";
-import { HTTP_CODE_HEADER } from "./rest-hints.js";
+import { codeName, httpStatusOf } from "../errors/mapping.js";
+import { responseMeterKey, type Protocol, type RefusedCall } from "../edge/response-meter.js";
 import { onStreamEnd } from "./stream-end.js";
-
-export type Protocol = "rest" | "grpc" | "grpc-web" | "connect";
 
 type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -34,60 +32,6 @@ export interface CallRecord {
 
 /** The service and method of a request that reached no RPC (REST: no route, a method not allowed). */
 export const UNROUTED = "unrouted";
-
-/**
- * A transport's count of one call's response: the bytes written are only known once the answer the
- * handler returned is encoded and sent, after the interceptors are done. A transport that can count
- * them
- * - puts a meter in the call's context values (responseMeterKey) before the interceptors run;
- * - adds the body bytes it writes to `bytesOut` (framing included);
- * - calls `finish()` once the whole body was handed to the response (before its end is written, or
- *   right after `end()`: the record is then out before the client can have the answer) and when the
- *   response closes (the client left);
- * - reports to `observerIn(interceptors).refused()` a call it answered itself when `observed` is
- *   still false at the end (the interceptors never saw it).
- * The observer then holds the call's record back until `finish()`. Without a meter, it reports at once,
- * without `bytesOut`.
- */
-export class ResponseMeter {
-  /** Response body bytes written so far: the transport adds to it as it writes. */
-  bytesOut = 0;
-  /** Set by the observer when the call reaches it. */
-  observed = false;
-  private finished = false;
-  private pending: (() => void) | undefined;
-
-  /** The transport: the response is written, or will never be (the client left). Idempotent; a call never finished is never reported. */
-  finish(): void {
-    if (this.finished) return;
-    this.finished = true;
-    const report = this.pending;
-    this.pending = undefined;
-    report?.();
-  }
-
-  /** The observer: `report` once the transport finished (at once if it has). */
-  whenFinished(report: () => void): void {
-    if (this.finished) report();
-    else this.pending = report;
-  }
-}
-
-export const responseMeterKey = createContextKey<ResponseMeter | undefined>(undefined, { description: "what the transport wrote of the response" });
-
-/** A call a transport answered before any interceptor ran (REST: no route, 405, 413, a body that does not decode). */
-export interface RefusedCall {
-  /** The RPC the request was routed to; undefined when it reached none. */
-  readonly method: DescMethod | undefined;
-  readonly protocol: Protocol;
-  readonly request: string | undefined;
-  readonly code: Code;
-  readonly httpStatus: number | undefined;
-  /** performance.now() when the request came in. */
-  readonly started: number;
-  readonly bytesIn: number | undefined;
-  readonly bytesOut: number | undefined;
-}
 
 /** The interceptor, and what transports report to it of calls it never saw. */
 export type CallObserver = Interceptor & { readonly refused: (call: RefusedCall) => void };
@@ -125,7 +69,7 @@ export function callObserver(opts: CallObserverOptions): CallObserver {
     const meter = req.contextValues.get(responseMeterKey);
     if (meter) meter.observed = true;
     let sessionId: string | undefined;
-    const report = (error: unknown, header: Headers | undefined): void => {
+    const report = (error: unknown): void => {
       const rest = req.contextValues.get(restCallKey);
       const ce = error === undefined ? undefined : ConnectError.from(error);
       const length = req.header.get("content-length");
@@ -135,7 +79,7 @@ export function callObserver(opts: CallObserverOptions): CallObserver {
         protocol: rest ? "rest" : protocolOf(req.header.get("content-type")),
         request: rest ? `${req.requestMethod} ${pathOf(req.url)}` : undefined,
         code: codeName(ce?.code),
-        httpStatus: !rest ? undefined : ce ? httpStatusOf(ce) : Number(header?.get(HTTP_CODE_HEADER) ?? 200),
+        httpStatus: rest && ce ? httpStatusOf(ce) : undefined,
         durationMs: elapsedMs(started),
         user: req.contextValues.get(callerKey)?.name ?? "anonymous",
         sessionId,
@@ -145,6 +89,8 @@ export function callObserver(opts: CallObserverOptions): CallObserver {
       if (!meter) return emit(record);
       meter.whenFinished(() => {
         record.bytesOut = meter.bytesOut;
+        // A REST success takes the status the edge wrote: 201 and 204 are the route's, not the handler's.
+        if (rest && !ce && meter.status !== 0) record.httpStatus = meter.status;
         emit(record);
       });
     };
@@ -155,15 +101,15 @@ export function callObserver(opts: CallObserverOptions): CallObserver {
     try {
       res = await next(request as typeof req);
     } catch (error) {
-      report(error, undefined);
+      report(error);
       throw error;
     }
     if (!res.stream) {
-      report(undefined, res.header);
+      report(undefined);
       return res;
     }
     const message = onStreamEnd(res.message, (how) => {
-      report(how === "gaveUp" ? new ConnectError("the client went away", Code.Canceled) : how?.error, res.header);
+      report(how === "gaveUp" ? new ConnectError("the client went away", Code.Canceled) : how?.error);
       return undefined;
     });
     return { ...res, message } as StreamResponse;

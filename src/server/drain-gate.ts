@@ -1,7 +1,7 @@
 import type { DescMethod } from "@bufbuild/protobuf";
-import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { Interceptor } from "@connectrpc/connect";
+import { retryLater, type Fault } from "../errors/fault.js";
 import type { ServiceLifecycle } from "./lifecycle.js";
-import { retryLater } from "./rest-hints.js";
 import { onStreamEnd } from "./stream-end.js";
 
 /** Which calls a stopping service still takes, and which ones it waits for. */
@@ -31,7 +31,7 @@ export function drainGate(lifecycle: ServiceLifecycle, policy: DrainPolicy): Int
     if (!kind) kinds.set(method, (kind = { admitted: policy.admits(method), holds: !policy.endless(method) }));
     return kind;
   };
-  const cutShort = (signal: AbortSignal): ConnectError | undefined =>
+  const cutShort = (signal: AbortSignal): Fault | undefined =>
     signal.aborted && lifecycle.phase === "stopped" ? retryLater("The service stopped before this call ended") : undefined;
 
   return (next) => async (req) => {

@@ -1,9 +1,10 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { Registry } from "prom-client";
-import { parseBasic } from "../auth/basic.js";
+import { parseBasic, unauthenticated } from "../auth/basic.js";
 import type { UserDirectory } from "../auth/users.js";
 import { restError, toRestError, type RestError } from "../edge/errors.js";
+import { Fault } from "../errors/fault.js";
 
 type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 interface Res {
@@ -29,7 +30,7 @@ export function withMetrics(registry: Registry, users: UserDirectory, onInternal
     if ((q < 0 ? url : url.slice(0, q)) !== "/metrics") return next(req, anyRes);
     const res = anyRes as unknown as Res;
     if (req.method !== "GET") {
-      return send(res, restError(Code.Unimplemented, `Method ${req.method} is not allowed here`, undefined, 405), { allow: "GET" });
+      return send(res, restError(Code.Unimplemented, `Method ${req.method} is not allowed here`, 405), { allow: "GET" });
     }
     authorize(req.headers.authorization, req.socket.remoteAddress, users)
       .then(() => registry.metrics())
@@ -45,11 +46,11 @@ export function withMetrics(registry: Registry, users: UserDirectory, onInternal
 
 async function authorize(header: string | undefined, clientAddress: string | undefined, users: UserDirectory): Promise<void> {
   const credentials = parseBasic(header ?? null);
-  if (!credentials) throw new ConnectError("Authentication required", Code.Unauthenticated);
+  if (!credentials) throw unauthenticated("Authentication required");
   const caller = await users.authenticate(credentials.name, credentials.password, clientAddress);
-  if (!caller) throw new ConnectError("Bad credentials", Code.Unauthenticated);
+  if (!caller) throw unauthenticated("Bad credentials");
   if (!METRICS_ROLES.some((r) => caller.roles.has(r))) {
-    throw new ConnectError(`/metrics requires one of the roles: ${METRICS_ROLES.join(", ")}`, Code.PermissionDenied);
+    throw new Fault("forbidden", `/metrics requires one of the roles: ${METRICS_ROLES.join(", ")}`);
   }
 }
 

@@ -1,8 +1,6 @@
 import { expect } from "chai";
-import { Code } from "@connectrpc/connect";
 import { NetworkCatalog } from "../../src/networks/catalog.js";
 import type { NetworkInput } from "../../src/networks/model.js";
-import { ERROR_BODY_HEADER } from "../../src/server/rest-hints.js";
 import { join } from "node:path";
 import { openTempCatalog, rejection } from "./support.js";
 
@@ -43,15 +41,15 @@ describe("network catalogue", () => {
     it("refuses an existing id with AlreadyExists", async () => {
       await t.catalog.create(input("A", { id: "x" }), "alice");
       const e = await rejection(() => t.catalog.create(input("B", { id: "x" }), "alice"));
-      expect(e.code).to.equal(Code.AlreadyExists);
+      expect(e.kind).to.equal("conflict");
       expect(t.catalog.get("x").document.name).to.deep.equal(en("A"));
     });
 
     it("requires a name", async () => {
       for (const name of [undefined, [], [{ lang: "en", value: "" }]]) {
         const e = await rejection(() => t.catalog.create({ id: "x", ...(name ? { name } : {}) }, "alice"));
-        expect(e.code).to.equal(Code.InvalidArgument);
-        expect(e.rawMessage).to.contain("name");
+        expect(e.kind).to.equal("invalid");
+        expect(e.message).to.contain("name");
       }
       expect(t.catalog.size).to.equal(0);
     });
@@ -89,7 +87,7 @@ describe("network catalogue", () => {
     it("refuses a body id that differs from the path id", async () => {
       await t.catalog.create(input("One", { id: "n" }), "alice");
       const e = await rejection(() => t.catalog.update("n", input("Two", { id: "m" }), "alice"));
-      expect(e.code).to.equal(Code.InvalidArgument);
+      expect(e.kind).to.equal("invalid");
       await t.catalog.update("n", input("Two", { id: "n" }), "alice");
     });
 
@@ -109,7 +107,7 @@ describe("network catalogue", () => {
         () => t.catalog.indexNetwork("nope"),
         () => t.catalog.shareKey("nope", "2999-01-01"),
       ];
-      for (const op of ops) expect((await rejection(op)).code).to.equal(Code.NotFound);
+      for (const op of ops) expect((await rejection(op)).kind).to.equal("not_found");
     });
 
     it("does not lose any of 20 concurrent saves", async () => {
@@ -185,7 +183,7 @@ describe("network catalogue", () => {
       expect((await t.catalog.revision("d", "1")).document.model).to.deep.equal({ a: 1 });
       expect(await t.catalog.diff("d", "1", "2")).to.deep.equal({ studyIds: [["s1"], ["s1", "s2"]], model: [{ a: 1 }, { a: 2 }] });
       expect(await t.catalog.diff("d", "2", "2")).to.deep.equal({});
-      for (const bad of ["0", "3", "x", "01"]) expect((await rejection(() => t.catalog.revision("d", bad))).code).to.equal(Code.NotFound);
+      for (const bad of ["0", "3", "x", "01"]) expect((await rejection(() => t.catalog.revision("d", bad))).kind).to.equal("not_found");
       await t.catalog.restore("d", "1", "bob");
       const head = t.catalog.get("d");
       expect(head.document.model).to.deep.equal({ a: 1 });
@@ -200,8 +198,8 @@ describe("network catalogue", () => {
       await t.catalog.create(input("P1", { id: "p1", networkIds: ["child"] }), "a");
       await t.catalog.create(input("P0", { id: "p0", networkIds: ["child", "x"] }), "a");
       const e = await rejection(() => t.catalog.delete("child"));
-      expect(e.code).to.equal(Code.AlreadyExists);
-      expect(JSON.parse(e.metadata.get(ERROR_BODY_HEADER)!)).to.deep.equal({ network: ["p0", "p1"] });
+      expect(e.kind).to.equal("conflict");
+      expect(e.details.body).to.deep.equal({ network: ["p0", "p1"] });
       await t.catalog.delete("p0");
       await t.catalog.delete("p1");
       await t.catalog.delete("child");
@@ -213,7 +211,7 @@ describe("network catalogue", () => {
       await t.catalog.update("g", input("G2"), "a");
       await t.catalog.publish("g", "a");
       await t.catalog.delete("g");
-      expect((await rejection(() => t.catalog.get("g"))).code).to.equal(Code.NotFound);
+      expect((await rejection(() => t.catalog.get("g"))).kind).to.equal("not_found");
       const again = await t.catalog.create(input("G3", { id: "g" }), "a");
       expect(again.state.publishedTag).to.equal(undefined);
       expect(await t.catalog.revisions("g")).to.have.length(1);

@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { create, toJson, type JsonObject, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
-import { Code, type HandlerContext } from "@connectrpc/connect";
+import type { HandlerContext } from "@connectrpc/connect";
+import type { FaultKind } from "../../src/errors/fault.js";
 import {
   NetworkSchema,
   NetworkService,
@@ -10,7 +11,6 @@ import {
   type Network,
 } from "../../gen/es/rock/networks/v1/networks_pb.js";
 import { createNetworkServiceHandlers } from "../../src/networks/service/handlers.js";
-import { ERROR_BODY_HEADER, HTTP_CODE_HEADER, LOCATION_HEADER } from "../../src/server/rest-hints.js";
 import type { Caller } from "../../src/auth/caller.js";
 import { admin, contextFor, editor, openTempCatalog, outsider, rejection, reviewer } from "./support.js";
 
@@ -63,8 +63,8 @@ describe("NetworkService handlers", () => {
     return { json: res.networks.map((n) => toJson(NetworkSummarySchema, n) as JsonObject), total: ctx.responseHeader.get("x-total-count") };
   }
 
-  it("creates: 201, Location, and the network in the shape of §2.1", async () => {
-    const { res, ctx } = await createAs(
+  it("creates, answering the network in the shape of §2.1", async () => {
+    const { res } = await createAs(
       editor,
       network({
         name: [{ lang: "fr", value: "Réseau Santé" }, { lang: "en", value: "Health Network" }, { lang: "de", value: "" }],
@@ -72,8 +72,6 @@ describe("NetworkService handlers", () => {
         content: ' { "b": [1, 2], "a": {"c": null} } ',
       }),
     );
-    expect(ctx.responseHeader.get(HTTP_CODE_HEADER)).to.equal("201");
-    expect(ctx.responseHeader.get(LOCATION_HEADER)).to.equal("/ws/draft/network/hn-rs");
     expect(toJson(NetworkSchema, res.network!)).to.deep.equal({
       id: "hn-rs",
       name: [{ lang: "en", value: "Health Network" }, { lang: "fr", value: "Réseau Santé" }],
@@ -147,15 +145,13 @@ describe("NetworkService handlers", () => {
     expect((await list(editor, { exclude: ["a"] })).json.map((n) => n.id)).to.deep.equal(["b"]);
     expect(await list(outsider)).to.deep.equal({ json: [], total: "0" });
     const e = await rejection(() => list(admin, { filter: "NOPE" }));
-    expect(e.code).to.equal(Code.InvalidArgument);
+    expect(e.kind).to.equal("invalid");
   });
 
-  it("updates, puts and gets the model, answering 204", async () => {
+  it("updates, puts and gets the model", async () => {
     await createAs(editor, network({ id: "m", name: [{ lang: "en", value: "M" }] }));
-    const u = (await rpc(editor, "updateNetwork", { id: "m", network: network({ name: [{ lang: "en", value: "M2" }], content: '{"k":1}' }), comment: "c" })).ctx;
-    expect(u.responseHeader.get(HTTP_CODE_HEADER)).to.equal("204");
-    const p = (await rpc(editor, "updateModel", { id: "m", model: { k: 2, l: [true] } })).ctx;
-    expect(p.responseHeader.get(HTTP_CODE_HEADER)).to.equal("204");
+    await rpc(editor, "updateNetwork", { id: "m", network: network({ name: [{ lang: "en", value: "M2" }], content: '{"k":1}' }), comment: "c" });
+    await rpc(editor, "updateModel", { id: "m", model: { k: 2, l: [true] } });
     const model = await rpc(editor, "getModel", { id: "m" });
     expect(model.res).to.deep.include({ model: { k: 2, l: [true] } });
     const got = await getAs(editor, "m");
@@ -170,42 +166,41 @@ describe("NetworkService handlers", () => {
     expect(toJson(NetworkSchema, view.res.network!)).to.deep.include({ name: [{ lang: "en", value: "M" }], content: "{}" });
     const diff = await rpc(editor, "diffRevisions", { id: "m", left: "2", right: "3" });
     expect(diff.res).to.deep.include({ diff: { model: [{ k: 1 }, { k: 2, l: [true] }] } });
-    const r = (await rpc(editor, "restoreRevision", { id: "m", commitId: "1" })).ctx;
-    expect(r.responseHeader.get(HTTP_CODE_HEADER)).to.equal("204");
+    await rpc(editor, "restoreRevision", { id: "m", commitId: "1" });
     expect((await getAs(editor, "m"))["vendor.catalog.EntityStateDto.state"]).to.deep.include({ revisionsAhead: 4 });
   });
 
-  it("maps every failure to its code", async () => {
+  it("maps every failure to its kind", async () => {
     await createAs(admin, network({ id: "x", name: [{ lang: "en", value: "X" }] }));
     await createAs(admin, network({ id: "y", name: [{ lang: "en", value: "Y" }], networkIds: ["x"] }));
-    const cases: [string, () => unknown, Code][] = [
-      ["create existing id", () => createAs(admin, network({ id: "x", name: [{ lang: "en", value: "X" }] })), Code.AlreadyExists],
-      ["create without name", () => createAs(admin, network({ id: "z" })), Code.InvalidArgument],
-      ["create with bad content", () => createAs(admin, network({ id: "z", name: [{ lang: "en", value: "Z" }], content: "[1]" })), Code.InvalidArgument],
-      ["update other body id", () => rpc(admin, "updateNetwork", { id: "x", network: network({ id: "y", name: [{ lang: "en", value: "X" }] }) }), Code.InvalidArgument],
-      ["update missing", () => rpc(admin, "updateNetwork", { id: "nope", network: network({ name: [{ lang: "en", value: "X" }] }) }), Code.NotFound],
-      ["update without name", () => rpc(admin, "updateNetwork", { id: "x", network: network({}) }), Code.InvalidArgument],
-      ["get missing", () => getAs(admin, "nope"), Code.NotFound],
-      ["model of missing", () => rpc(admin, "getModel", { id: "nope" }), Code.NotFound],
-      ["status missing", () => rpc(admin, "setStatus", { id: "nope", value: "BAD" }), Code.NotFound],
-      ["status bad value", () => rpc(admin, "setStatus", { id: "x", value: "PUBLISHED" }), Code.InvalidArgument],
-      ["publish missing", () => rpc(admin, "publish", { id: "nope" }), Code.NotFound],
-      ["unpublish missing", () => rpc(admin, "unpublish", { id: "nope" }), Code.NotFound],
-      ["delete missing", () => rpc(admin, "deleteNetwork", { id: "nope" }), Code.NotFound],
-      ["delete included", () => rpc(admin, "deleteNetwork", { id: "x" }), Code.AlreadyExists],
-      ["index missing", () => rpc(admin, "indexNetwork", { id: "nope" }), Code.NotFound],
-      ["commits of missing", () => rpc(admin, "listRevisions", { id: "nope" }), Code.NotFound],
-      ["view missing revision", () => rpc(admin, "getRevision", { id: "x", commitId: "9" }), Code.NotFound],
-      ["diff without left", () => rpc(admin, "diffRevisions", { id: "x", left: "", right: "1" }), Code.InvalidArgument],
-      ["share key bad day", () => rpc(admin, "createShareKey", { id: "x", expire: "2026-02-30" }), Code.InvalidArgument],
-      ["share key past day", () => rpc(admin, "createShareKey", { id: "x", expire: "2026-03-01" }), Code.InvalidArgument],
-      ["share key missing", () => rpc(admin, "createShareKey", { id: "nope", expire: "2026-03-05" }), Code.NotFound],
-      ["get without role", () => getAs(outsider, "x"), Code.PermissionDenied],
-      ["get missing without role", () => getAs(outsider, "nope"), Code.PermissionDenied],
+    const cases: [string, () => unknown, FaultKind][] = [
+      ["create existing id", () => createAs(admin, network({ id: "x", name: [{ lang: "en", value: "X" }] })), "conflict"],
+      ["create without name", () => createAs(admin, network({ id: "z" })), "invalid"],
+      ["create with bad content", () => createAs(admin, network({ id: "z", name: [{ lang: "en", value: "Z" }], content: "[1]" })), "invalid"],
+      ["update other body id", () => rpc(admin, "updateNetwork", { id: "x", network: network({ id: "y", name: [{ lang: "en", value: "X" }] }) }), "invalid"],
+      ["update missing", () => rpc(admin, "updateNetwork", { id: "nope", network: network({ name: [{ lang: "en", value: "X" }] }) }), "not_found"],
+      ["update without name", () => rpc(admin, "updateNetwork", { id: "x", network: network({}) }), "invalid"],
+      ["get missing", () => getAs(admin, "nope"), "not_found"],
+      ["model of missing", () => rpc(admin, "getModel", { id: "nope" }), "not_found"],
+      ["status missing", () => rpc(admin, "setStatus", { id: "nope", value: "BAD" }), "not_found"],
+      ["status bad value", () => rpc(admin, "setStatus", { id: "x", value: "PUBLISHED" }), "invalid"],
+      ["publish missing", () => rpc(admin, "publish", { id: "nope" }), "not_found"],
+      ["unpublish missing", () => rpc(admin, "unpublish", { id: "nope" }), "not_found"],
+      ["delete missing", () => rpc(admin, "deleteNetwork", { id: "nope" }), "not_found"],
+      ["delete included", () => rpc(admin, "deleteNetwork", { id: "x" }), "conflict"],
+      ["index missing", () => rpc(admin, "indexNetwork", { id: "nope" }), "not_found"],
+      ["commits of missing", () => rpc(admin, "listRevisions", { id: "nope" }), "not_found"],
+      ["view missing revision", () => rpc(admin, "getRevision", { id: "x", commitId: "9" }), "not_found"],
+      ["diff without left", () => rpc(admin, "diffRevisions", { id: "x", left: "", right: "1" }), "invalid"],
+      ["share key bad day", () => rpc(admin, "createShareKey", { id: "x", expire: "2026-02-30" }), "invalid"],
+      ["share key past day", () => rpc(admin, "createShareKey", { id: "x", expire: "2026-03-01" }), "invalid"],
+      ["share key missing", () => rpc(admin, "createShareKey", { id: "nope", expire: "2026-03-05" }), "not_found"],
+      ["get without role", () => getAs(outsider, "x"), "forbidden"],
+      ["get missing without role", () => getAs(outsider, "nope"), "forbidden"],
     ];
-    for (const [what, op, code] of cases) expect((await rejection(op)).code, what).to.equal(code);
+    for (const [what, op, kind] of cases) expect((await rejection(op)).kind, what).to.equal(kind);
     const e = await rejection(() => rpc(admin, "deleteNetwork", { id: "x" }));
-    expect(JSON.parse(e.metadata.get(ERROR_BODY_HEADER)!)).to.deep.equal({ network: ["y"] });
+    expect(e.details.body).to.deep.equal({ network: ["y"] });
   });
 
   it("puts the caller's permissions in documents, per role", async () => {
@@ -226,36 +221,36 @@ describe("NetworkService handlers", () => {
     const key = new TextDecoder().decode(res.res.key!.data);
     const viewed = await getAs(outsider, "s", key);
     expect(viewed["permissions"]).to.deep.equal({ view: true, edit: false, delete: false, publish: false });
-    expect((await rejection(() => getAs(outsider, "o", key))).code, "other id").to.equal(Code.PermissionDenied);
+    expect((await rejection(() => getAs(outsider, "o", key))).kind, "other id").to.equal("forbidden");
     const [payload, sig] = key.split(".");
     const forged = `${Buffer.from("o\n2026-03-03").toString("base64url")}.${sig}`;
-    expect((await rejection(() => getAs(outsider, "o", forged))).code, "forged").to.equal(Code.PermissionDenied);
-    expect((await rejection(() => getAs(outsider, "s", `${payload}.x`))).code, "bad signature").to.equal(Code.PermissionDenied);
+    expect((await rejection(() => getAs(outsider, "o", forged))).kind, "forged").to.equal("forbidden");
+    expect((await rejection(() => getAs(outsider, "s", `${payload}.x`))).kind, "bad signature").to.equal("forbidden");
     clock = new Date("2026-03-02T23:59:59.999Z");
     await getAs(outsider, "s", key);
     clock = new Date("2026-03-03T00:00:00.000Z");
-    expect((await rejection(() => getAs(outsider, "s", key))).code, "expired").to.equal(Code.PermissionDenied);
+    expect((await rejection(() => getAs(outsider, "s", key))).kind, "expired").to.equal("forbidden");
     await rpc(admin, "deleteNetwork", { id: "s" });
     clock = new Date(T0);
-    expect((await rejection(() => getAs(outsider, "s", key))).code, "deleted network").to.equal(Code.NotFound);
+    expect((await rejection(() => getAs(outsider, "s", key))).kind, "deleted network").to.equal("not_found");
   });
 
-  it("rebuilds indices with 204", async () => {
+  it("rebuilds indices", async () => {
     await createAs(admin, network({ id: "i", name: [{ lang: "en", value: "Index Me" }] }));
-    const all = (await rpc(admin, "rebuildIndex", {})).ctx;
-    const one = (await rpc(admin, "indexNetwork", { id: "i" })).ctx;
-    expect([all.responseHeader.get(HTTP_CODE_HEADER), one.responseHeader.get(HTTP_CODE_HEADER)]).to.deep.equal(["204", "204"]);
+    await rpc(admin, "rebuildIndex", {});
+    await rpc(admin, "indexNetwork", { id: "i" });
     expect((await list(admin, { query: "match(ind*)" })).json.map((n) => n.id)).to.deep.equal(["i"]);
   });
 
-  it("changes status, publishes and unpublishes with 204", async () => {
+  it("changes status, publishes, unpublishes and deletes", async () => {
     await createAs(admin, network({ id: "w", name: [{ lang: "en", value: "W" }] }));
-    const s = (await rpc(reviewer, "setStatus", { id: "w", value: "UNDER_REVIEW" })).ctx;
+    await rpc(reviewer, "setStatus", { id: "w", value: "UNDER_REVIEW" });
     expect((await list(admin, { filter: "UNDER_REVIEW" })).json.map((n) => n.id)).to.deep.equal(["w"]);
-    const p = (await rpc(reviewer, "publish", { id: "w" })).ctx;
-    const u = (await rpc(reviewer, "unpublish", { id: "w" })).ctx;
-    const d = (await rpc(reviewer, "deleteNetwork", { id: "w" })).ctx;
-    expect([s, p, u, d].map((c) => c.responseHeader.get(HTTP_CODE_HEADER))).to.deep.equal(["204", "204", "204", "204"]);
+    await rpc(reviewer, "publish", { id: "w" });
+    expect((await getAs(admin, "w"))["published"]).to.equal(true);
+    await rpc(reviewer, "unpublish", { id: "w" });
+    expect((await getAs(admin, "w"))["published"]).to.equal(false);
+    await rpc(reviewer, "deleteNetwork", { id: "w" });
     expect(await list(admin)).to.deep.equal({ json: [], total: "0" });
   });
 });

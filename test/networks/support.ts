@@ -1,9 +1,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConnectError, createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import { createContextValues, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
 import { callerKey, type Caller } from "../../src/auth/caller.js";
+import { Fault } from "../../src/errors/fault.js";
 import { NetworkCatalog, type CatalogOptions } from "../../src/networks/catalog.js";
 
 export async function tempDir(): Promise<string> {
@@ -47,13 +48,13 @@ export function contextFor(who: Caller, method: MethodName): HandlerContext {
   });
 }
 
-/** The ConnectError that `work` fails with; anything else (success included) fails the test. */
-export async function rejection(work: () => unknown): Promise<ConnectError> {
+/** The Fault that `work` fails with; anything else (success included) fails the test. */
+export async function rejection(work: () => unknown): Promise<Fault> {
   try {
     await work();
   } catch (e) {
-    if (e instanceof ConnectError) return e;
+    if (e instanceof Fault) return e;
     throw e;
   }
-  throw new Error("expected a ConnectError");
+  throw new Error("expected a Fault");
 }

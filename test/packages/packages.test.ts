@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { readdir } from "node:fs/promises";
 import { create, type DescMethod } from "@bufbuild/protobuf";
-import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
+import { createHandlerContext } from "@connectrpc/connect";
 import {
   GetPackageRequestSchema,
   GetPackageSettingsRequestSchema,
@@ -14,9 +14,9 @@ import {
   RService,
   UpdatePackagesRequestSchema,
 } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { Fault } from "../../src/errors/fault.js";
 import { PackageManager, type PackageManagerOptions } from "../../src/r/packages/index.js";
 import { createPackageHandlers, type PackageHandlers } from "../../src/r/service/package-handlers.js";
-import { HTTP_CODE_HEADER } from "../../src/server/rest-hints.js";
 import {
   GIT_ORGANIZATION,
   GIT_PACKAGE,
@@ -37,11 +37,12 @@ function context(method: DescMethod, signal?: AbortSignal) {
   });
 }
 
-async function rejection(promise: Promise<unknown>): Promise<ConnectError> {
+async function rejection(promise: Promise<unknown>): Promise<Fault> {
   try {
     await promise;
   } catch (e) {
-    return ConnectError.from(e);
+    if (e instanceof Fault) return e;
+    throw e;
   }
   expect.fail("expected the operation to fail");
 }
@@ -107,7 +108,7 @@ describe("R packages (real R, local repositories)", function () {
       ];
       for (const [what, attempt] of attempts) {
         const error = await rejection(attempt);
-        expect(error.code, `${what}: ${error.message}`).to.equal(Code.InvalidArgument);
+        expect(error.kind, `${what}: ${error.message}`).to.equal("invalid");
       }
       const streamed = h.installPackageStream(
         create(InstallPackageStreamRequestSchema, { name: "bad name", manager: "archive" }),
@@ -118,20 +119,19 @@ describe("R packages (real R, local repositories)", function () {
           for await (const _ of streamed) expect.fail("no output expected");
         })(),
       );
-      expect(streamError.code).to.equal(Code.InvalidArgument);
+      expect(streamError.kind).to.equal("invalid");
       expect(ownLog, "no R operation may have been logged").to.deep.equal([]);
       // The same manager does reach R for a valid request, so the refusals above were not luck.
-      expect((await rejection(blind.describe("dsTestA"))).code).to.equal(Code.Internal);
+      expect((await rejection(blind.describe("dsTestA"))).kind).to.equal("internal");
       expect(ownLog.join("")).to.include("[packages] describe dsTestA");
     });
   });
 
   describe("install from the archive and read back", () => {
-    it("installs from the archive through the handler: 204 and the version", async () => {
+    it("installs from the archive through the handler: the version", async () => {
       const ctx = context(M.installPackage);
       const answer = await handlers.installPackage(create(InstallPackageRequestSchema, { name: "dsTestA" }), ctx);
       expect(answer.version).to.equal("1.0.0");
-      expect(ctx.responseHeader.get(HTTP_CODE_HEADER)).to.equal("204");
       const text = log.join("");
       expect(text).to.include("[packages] install dsTestA from archive");
       // R's own installer output reached the console log.
@@ -171,8 +171,8 @@ describe("R packages (real R, local repositories)", function () {
       expect(printed).to.equal("TRUE|dsTestA|1.0.0|Test <test@example.org>");
 
       const missing = await rejection(handlers.getPackage(create(GetPackageRequestSchema, { name: "noSuchPkg" }), context(M.getPackage)) as Promise<unknown>);
-      expect(missing.code).to.equal(Code.NotFound);
-      expect(missing.rawMessage).to.equal("No such R package: noSuchPkg");
+      expect(missing.kind).to.equal("not_found");
+      expect(missing.message).to.equal("No such R package: noSuchPkg");
     });
 
     it("lists installed packages as a 24-column matrix (NA as null) and as R serialization", async () => {
@@ -268,10 +268,10 @@ describe("R packages (real R, local repositories)", function () {
 
     it("fails with R's message on an unknown ref", async () => {
       const error = await rejection(manager.install({ name: GIT_PACKAGE, manager: "git", ref: "v9" }));
-      expect(error.code).to.equal(Code.Internal);
-      expect(error.rawMessage).to.include(`Package '${GIT_ORGANIZATION}/${GIT_PACKAGE}' could not be installed from git`);
+      expect(error.kind).to.equal("internal");
+      expect(error.message).to.include(`Package '${GIT_ORGANIZATION}/${GIT_PACKAGE}' could not be installed from git`);
       // remotes swallows the git error itself; the warning of the failed git command remains.
-      expect(error.rawMessage).to.match(/fetch origin v9.* had status 128/);
+      expect(error.message).to.match(/fetch origin v9.* had status 128/);
       // Still the version the previous install left.
       expect((await manager.describe(GIT_PACKAGE)).Version).to.equal("2.0.0");
     });
@@ -282,22 +282,43 @@ describe("R packages (real R, local repositories)", function () {
       const error = await rejection(
         handlers.installPackage(create(InstallPackageRequestSchema, { name: "noSuchPkg", manager: "archive" }), context(M.installPackage)) as Promise<unknown>,
       );
-      expect(error.code).to.equal(Code.Internal);
-      expect(error.rawMessage).to.match(/^Package 'noSuchPkg' could not be installed from the package archive: .*noSuchPkg.* is not available/s);
+      expect(error.kind).to.equal("internal");
+      expect(error.message).to.match(/^Package 'noSuchPkg' could not be installed from the package archive: .*noSuchPkg.* is not available/s);
     });
 
     it("reports a package that fails to install as an error, not as success", async () => {
       const error = await rejection(manager.install({ name: "brokenPkg" }));
-      expect(error.code).to.equal(Code.Internal);
-      expect(error.rawMessage).to.match(/^Package 'brokenPkg' could not be installed from the package archive: .*installation of package .*brokenPkg.* had non-zero exit status/s);
-      expect((await rejection(manager.describe("brokenPkg"))).code).to.equal(Code.NotFound);
+      expect(error.kind).to.equal("internal");
+      expect(error.message).to.match(/^Package 'brokenPkg' could not be installed from the package archive: .*installation of package .*brokenPkg.* had non-zero exit status/s);
+      expect((await rejection(manager.describe("brokenPkg"))).kind).to.equal("not_found");
+    });
+
+    it("streams every line R printed of a failing install, then its error", async () => {
+      const lines: string[] = [];
+      const error = await rejection(
+        (async () => {
+          for await (const message of handlers.installPackageStream(
+            create(InstallPackageStreamRequestSchema, { name: "brokenPkg" }),
+            context(M.installPackageStream),
+          )) {
+            if (message.event?.case === "installedVersion") expect.fail("a failed install has no version");
+            if (message.event?.case === "line") lines.push(message.event.value);
+          }
+        })(),
+      );
+      expect(error.kind).to.equal("internal");
+      expect(error.message).to.match(/^Package 'brokenPkg' could not be installed/);
+      // From R's first line to its last warning: every line reached the stream before the error did.
+      expect(lines[0]).to.match(/^\* installing \*source\* package .brokenPkg./);
+      expect(lines).to.include("ERROR: unable to collate and parse R files for package ‘brokenPkg’");
+      expect(lines.at(-1)).to.match(/installation of package .brokenPkg. had non-zero exit status/);
     });
 
     it("answers a clear error when the collection cannot be reached", async () => {
       const error = await rejection(manager.install({ name: "Biobase", manager: "coll" }));
-      expect(error.code).to.equal(Code.Internal);
-      expect(error.rawMessage).to.include("Package 'Biobase' could not be installed from the collection: ");
-      expect(error.rawMessage).to.match(/Bioconductor/);
+      expect(error.kind).to.equal("internal");
+      expect(error.message).to.include("Package 'Biobase' could not be installed from the collection: ");
+      expect(error.message).to.match(/Bioconductor/);
     });
 
     it("kills R and everything it started when the streaming caller goes away", async () => {
@@ -320,11 +341,11 @@ describe("R packages (real R, local repositories)", function () {
         })(),
       );
       expect(waiting).to.equal(true);
-      expect(error.code).to.equal(Code.Canceled);
+      expect(error.kind).to.equal("canceled");
       expect(Date.now() - started).to.be.lessThan(20_000);
       expect(await processesMentioning(world.scratch)).to.deep.equal([]);
       expect(await readdir(world.scratch)).to.deep.equal([]);
-      expect((await rejection(manager.describe("slowPkg"))).code).to.equal(Code.NotFound);
+      expect((await rejection(manager.describe("slowPkg"))).kind).to.equal("not_found");
       expect(log.join("")).to.include("[packages] cancelled: install slowPkg from archive");
       // R CMD INSTALL's lock would fail every later install of the package.
       expect((await readdir(world.library)).filter((name) => name.startsWith("00LOCK"))).to.deep.equal([]);
@@ -337,24 +358,23 @@ describe("R packages (real R, local repositories)", function () {
       const limited = managerOf(ownLog, { timeoutSeconds: 3 });
       const started = Date.now();
       const error = await rejection(limited.install({ name: "slowPkg" }));
-      expect(error.rawMessage).to.equal("The package operation did not end within 3 s and was stopped");
-      expect(error.code).to.equal(Code.DeadlineExceeded);
+      expect(error.message).to.equal("The package operation did not end within 3 s and was stopped");
+      expect(error.kind).to.equal("deadline");
       expect(Date.now() - started).to.be.within(3000, 20_000);
       expect(ownLog.join("")).to.include("slowPkg is waiting");
       expect(ownLog.join("")).to.include("[packages] timed out after 3 s: install slowPkg from archive");
       expect(await processesMentioning(world.scratch)).to.deep.equal([]);
       expect(await readdir(world.scratch)).to.deep.equal([]);
       expect((await readdir(world.library)).filter((name) => name.startsWith("00LOCK"))).to.deep.equal([]);
-      expect((await rejection(manager.describe("slowPkg"))).code).to.equal(Code.NotFound);
+      expect((await rejection(manager.describe("slowPkg"))).kind).to.equal("not_found");
     });
   });
 
   describe("update and remove", () => {
-    it("updates to a newer version from the repository: 200 (no status asked for)", async () => {
+    it("updates to a newer version from the repository", async () => {
       await world.publish("dsTestA", "1.1.0");
       const ctx = context(M.updatePackages);
       await handlers.updatePackages(create(UpdatePackagesRequestSchema, {}), ctx);
-      expect(ctx.responseHeader.get(HTTP_CODE_HEADER)).to.equal(null);
       expect((await manager.describe("dsTestA")).Version).to.equal("1.1.0");
       // Untouched: the repository has no newer version of it.
       expect((await manager.describe("dsTestB")).Version).to.equal("1.0.0");
@@ -375,17 +395,15 @@ describe("R packages (real R, local repositories)", function () {
       expect((await manager.describe("dsTestA")).Version).to.equal("1.2.0");
     });
 
-    it("removes one package: 204, then NotFound", async () => {
+    it("removes one package, then NotFound", async () => {
       const ctx = context(M.removePackage);
       await handlers.removePackage(create(RemovePackageRequestSchema, { name: "plainPkg" }), ctx);
-      expect(ctx.responseHeader.get(HTTP_CODE_HEADER)).to.equal("204");
-      expect((await rejection(manager.describe("plainPkg"))).code).to.equal(Code.NotFound);
+      expect((await rejection(manager.describe("plainPkg"))).kind).to.equal("not_found");
     });
 
     it("removes several (repeated and comma separated), skipping ones not installed", async () => {
       const ctx = context(M.removePackages);
       await handlers.removePackages(create(RemovePackagesRequestSchema, { name: [`dsTestB, ${GIT_PACKAGE}`, "notInstalled"] }), ctx);
-      expect(ctx.responseHeader.get(HTTP_CODE_HEADER)).to.equal("204");
       const installed = (await manager.list()).rowNames;
       expect(installed).to.include("dsTestA");
       expect(installed).not.to.include.members(["dsTestB"]);

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Fault, type FaultKind } from "../../src/errors/fault.js";
 import {
   gitTarget,
   parseGitName,
@@ -8,13 +8,14 @@ import {
   validateGitRef,
   validatePackageName,
 } from "../../src/r/packages/index.js";
-import { negotiate } from "../../src/r/negotiate.js";
+import { negotiate } from "../../src/r/service/negotiate.js";
 
-function codeOf(fn: () => unknown): Code | undefined {
+function kindOf(fn: () => unknown): FaultKind | undefined {
   try {
     fn();
   } catch (e) {
-    return ConnectError.from(e).code;
+    if (e instanceof Fault) return e.kind;
+    throw e;
   }
   return undefined;
 }
@@ -23,7 +24,7 @@ describe("package validation", () => {
   it("accepts R package names and refuses anything else", () => {
     for (const name of ["dsBase", "data.table", "R6", "a1"]) expect(validatePackageName(name)).to.equal(name);
     for (const name of ["", "a", "1abc", ".hidden", "ab.", "a_b", "a-b", "a b", "a'b", "a;b", "a/b", "ä1", "x\ny", "a".repeat(201)]) {
-      expect(codeOf(() => validatePackageName(name)), JSON.stringify(name)).to.equal(Code.InvalidArgument);
+      expect(kindOf(() => validatePackageName(name)), JSON.stringify(name)).to.equal("invalid");
     }
   });
 
@@ -32,7 +33,7 @@ describe("package validation", () => {
     expect(["git", "g", "Git", "github", "gh"].map(parseSource)).to.deep.equal(["git", "git", "git", "git", "git"]);
     expect(["collection", "coll", "bioc", "Bioconductor"].map(parseSource)).to.deep.equal(["collection", "collection", "collection", "collection"]);
     for (const manager of ["pip", "archive;", "gitlab", "cran2"]) {
-      expect(codeOf(() => parseSource(manager)), manager).to.equal(Code.InvalidArgument);
+      expect(kindOf(() => parseSource(manager)), manager).to.equal("invalid");
     }
   });
 
@@ -42,7 +43,7 @@ describe("package validation", () => {
       expect(validateGitRef(ref)).to.equal(ref);
     }
     for (const ref of ["..", "a..b", "-x", "--upload-pack=evil", "/abs", "a/", "a//b", "a.", "a b", "a;b", "$(id)", "a@{1}", "a~1", "a^", "a:b"]) {
-      expect(codeOf(() => validateGitRef(ref)), ref).to.equal(Code.InvalidArgument);
+      expect(kindOf(() => validateGitRef(ref)), ref).to.equal("invalid");
     }
   });
 
@@ -51,16 +52,16 @@ describe("package validation", () => {
     expect(parseGitName("obiba/resourcer", "datashield")).to.deep.equal({ organization: "obiba", repository: "resourcer" });
     expect(parseGitName("my-org/my_repo.r", "x")).to.deep.equal({ organization: "my-org", repository: "my_repo.r" });
     for (const name of ["a/b/c", "/repo", "org/", "-org/repo", "org-/repo", "org/-repo", "org/..", "org/.git", "org/a..b", "org/a b", "org/r;m", "bad_name"]) {
-      expect(codeOf(() => parseGitName(name, "datashield")), name).to.equal(Code.InvalidArgument);
+      expect(kindOf(() => parseGitName(name, "datashield")), name).to.equal("invalid");
     }
-    expect(codeOf(() => parseGitName("dsBase", ""))).to.equal(Code.FailedPrecondition);
+    expect(kindOf(() => parseGitName("dsBase", ""))).to.equal("precondition");
   });
 
   it("splits repeated and comma separated names, validating each", () => {
     expect(parsePackageNames(["a1, b2", "c3", "a1"])).to.deep.equal(["a1", "b2", "c3"]);
-    expect(codeOf(() => parsePackageNames([]))).to.equal(Code.InvalidArgument);
-    expect(codeOf(() => parsePackageNames([" , "]))).to.equal(Code.InvalidArgument);
-    expect(codeOf(() => parsePackageNames(["ok1,not ok"]))).to.equal(Code.InvalidArgument);
+    expect(kindOf(() => parsePackageNames([]))).to.equal("invalid");
+    expect(kindOf(() => parsePackageNames([" , "]))).to.equal("invalid");
+    expect(kindOf(() => parsePackageNames(["ok1,not ok"]))).to.equal("invalid");
   });
 
   it("routes GitHub-like hosts to install_github and other git hosts to install_git", () => {
@@ -73,7 +74,7 @@ describe("package validation", () => {
     expect(gitTarget("file:///srv/git/", repo)).to.deep.equal({ mode: "git", url: "file:///srv/git/org/pkg" });
     expect(gitTarget("/srv/git", repo)).to.deep.equal({ mode: "git", url: "file:///srv/git/org/pkg" });
     expect(gitTarget("ssh://git@host/x", repo)).to.deep.equal({ mode: "git", url: "ssh://git@host/x/org/pkg" });
-    expect(codeOf(() => gitTarget("relative/dir", repo))).to.equal(Code.FailedPrecondition);
+    expect(kindOf(() => gitTarget("relative/dir", repo))).to.equal("precondition");
   });
 
   it("answers R serialization only when application/octet-stream comes first", () => {

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { ConnectError, Code } from "@connectrpc/connect";
+import { Fault } from "../../src/errors/fault.js";
 import { execFileSync, spawn } from "node:child_process";
 import { linkSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -50,9 +50,9 @@ describe("session files", function () {
 
   const refusal = async (promise: Promise<unknown>): Promise<string> => {
     const error = await promise.then(() => undefined, (e: unknown) => e);
-    expect(error, "expected a refusal").to.be.instanceOf(ConnectError);
-    expect((error as ConnectError).code).to.equal(Code.InvalidArgument);
-    return (error as ConnectError).rawMessage;
+    expect(error, "expected a refusal").to.be.instanceOf(Fault);
+    expect((error as Fault).kind).to.equal("invalid");
+    return (error as Fault).message;
   };
 
   const download = async (path: string, temp = false): Promise<string> => {
@@ -75,7 +75,7 @@ describe("session files", function () {
 
   it("refuses an upload past the size limit (gRPC and Connect callers; REST stops at the edge) and keeps nothing", async () => {
     const error = await upload({ path: "big.txt" }, ["x".repeat(40), "y".repeat(40)]).then(() => undefined, (e: unknown) => e);
-    expect((error as ConnectError).code).to.equal(Code.ResourceExhausted);
+    expect((error as Fault).kind).to.equal("too_large");
     expect(readdirSync(session.dirs.work)).to.deep.equal([]);
     expect(readdirSync(session.dirs.home).sort()).to.deep.equal(["tmp", "work"]);
   });

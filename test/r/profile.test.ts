@@ -3,7 +3,7 @@
  * options it set, not the objects it made; an error in it fails the start with R's message.
  */
 import { expect } from "chai";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Fault } from "../../src/errors/fault.js";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -54,7 +54,7 @@ describe("R profile (r.profile)", function () {
     expect(rig.engine.running).to.equal(false);
     // Nothing will start it: no wait, the contract's 500.
     const refused = await rig.engine.createSession("alice").catch((e: unknown) => e);
-    expect((refused as ConnectError).code).to.equal(Code.Internal);
+    expect((refused as Fault).kind).to.equal("internal");
   });
 
   it("refuses a profile that other users could rewrite (it runs with the service's rights)", async () => {

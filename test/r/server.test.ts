@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Fault } from "../../src/errors/fault.js";
 import { readFileSync, readdirSync, realpathSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -54,9 +54,9 @@ describe("R server process", function () {
     expect(stopped.sessions).to.deep.include({ total: 0 });
     await until(() => !alive(pid));
     const check = await Promise.resolve(rig.handlers.check!({ $typeName: "rock.r.v1.CheckRequest" }, ctxOf(admin))).catch((e: unknown) => e);
-    expect((check as ConnectError).code).to.equal(Code.Internal);
-    const refused = await rig.engine.createSession("alice").catch((e: ConnectError) => e);
-    expect((refused as ConnectError).code).to.equal(Code.Internal);
+    expect((check as Fault).kind).to.equal("internal");
+    const refused = await rig.engine.createSession("alice").catch((e: unknown) => e);
+    expect((refused as Fault).kind).to.equal("internal");
 
     const started = (await rig.handlers.startServer!({ $typeName: "rock.r.v1.StartServerRequest" }, ctxOf(admin))).status!;
     expect(started.running).to.equal(true);

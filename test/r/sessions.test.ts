@@ -1,10 +1,11 @@
 import { expect } from "chai";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Fault } from "../../src/errors/fault.js";
 import { create } from "@bufbuild/protobuf";
 import { existsSync, readdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
 import type { RSession } from "../../src/r/session.js";
+import { commandMessage, sessionMessage } from "../../src/r/service/messages.js";
 import { processes, type ProcStat } from "../support/procfs.js";
 import { caller, ctxOf, startRig, text, until, type Rig } from "./support.js";
 
@@ -26,9 +27,7 @@ describe("R sessions and commands", function () {
   afterEach(async () => rig.engine.endAllSessions());
 
   async function newSession(who = alice): Promise<string> {
-    const ctx = ctxOf(who);
-    const res = await rig.handlers.createSession!({ $typeName: "rock.r.v1.CreateSessionRequest" }, ctx);
-    expect(ctx.responseHeader.get("location")).to.equal(`/r/session/${res.session!.id}`);
+    const res = await rig.handlers.createSession!({ $typeName: "rock.r.v1.CreateSessionRequest" }, ctxOf(who));
     return res.session!.id!;
   }
 
@@ -41,20 +40,19 @@ describe("R sessions and commands", function () {
   };
 
   const submit = async (id: string, script: string) => {
-    const ctx = ctxOf(alice);
     const res = await rig.handlers.eval!(
       { $typeName: "rock.r.v1.EvalRequest", id, async: true, accept: "", script: body(script) },
-      ctx,
+      ctxOf(alice),
     );
     expect(res.answer?.case).to.equal("command");
-    return { command: res.answer!.value as { id: string; status: string; script: string }, ctx };
+    return { command: res.answer!.value as { id: string; sessionId: string; status: string; script: string } };
   };
 
   it("creates sessions with an id, dates and empty isolated folders", async () => {
     const a = await newSession();
     const b = await newSession();
     const session = rig.engine.session(a);
-    const proto = session.toProto();
+    const proto = sessionMessage(session);
     expect(proto.id).to.match(/^[0-9a-f-]{36}$/);
     expect(proto.createdDate).to.match(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
     expect(proto.busy).to.equal(false);
@@ -75,10 +73,10 @@ describe("R sessions and commands", function () {
   it("enforces ownership and lists by role", async () => {
     const a = await newSession(alice);
     await newSession(bob);
-    const denied = await evalJson(a, "1", bob).catch((e: ConnectError) => e);
-    expect((denied as ConnectError).code).to.equal(Code.PermissionDenied);
-    const managerEval = await evalJson(a, "1", manager).catch((e: ConnectError) => e);
-    expect((managerEval as ConnectError).code).to.equal(Code.PermissionDenied);
+    const denied = await evalJson(a, "1", bob).catch((e: unknown) => e);
+    expect((denied as Fault).kind).to.equal("forbidden");
+    const managerEval = await evalJson(a, "1", manager).catch((e: unknown) => e);
+    expect((managerEval as Fault).kind).to.equal("forbidden");
     expect(await evalJson(a, "1", admin)).to.equal("1");
     const got = await rig.handlers.getSession!({ $typeName: "rock.r.v1.GetSessionRequest", id: a }, ctxOf(manager));
     expect(got.session?.subject).to.equal("alice");
@@ -91,16 +89,17 @@ describe("R sessions and commands", function () {
     expect((await list(admin, "bob")).map((s) => s.subject)).to.deep.equal(["bob"]);
     const missing = await Promise.resolve(
       rig.handlers.getSession!({ $typeName: "rock.r.v1.GetSessionRequest", id: "nope" }, ctxOf(admin)),
-    ).catch((e: ConnectError) => e);
-    expect((missing as ConnectError).code).to.equal(Code.NotFound);
-    expect((missing as ConnectError).rawMessage).to.equal("No such R session: nope");
+    ).catch((e: unknown) => e);
+    expect((missing as Fault).kind).to.equal("not_found");
+    expect((missing as Fault).message).to.equal("No such R session: nope");
   });
 
   it("runs commands through their whole life: pending, in progress, completed, result with rm", async () => {
     const id = await newSession();
     const first = await submit(id, "Sys.sleep(0.5); 'first'");
     expect(first.command.id).to.equal("1");
-    expect(first.ctx.responseHeader.get("location")).to.equal(`/r/session/${id}/command/1`);
+    // What the REST Location of an async eval is built from (rest_answer.created).
+    expect(first.command.sessionId).to.equal(id);
     const second = await submit(id, "1 + 1");
     expect(second.command).to.include({ id: "2", status: "PENDING", script: "1 + 1" });
     await sleep(100);
@@ -109,13 +108,11 @@ describe("R sessions and commands", function () {
       rig.handlers.getCommand!({ $typeName: "rock.r.v1.GetCommandRequest", id, cmdId, wait }, ctxOf(alice));
     expect((await get("1")).command?.status).to.equal("IN_PROGRESS");
     expect((await get("2")).command?.status).to.equal("PENDING");
-    const notYet = ctxOf(alice);
     const early = await rig.handlers.getCommandResult!(
       { $typeName: "rock.r.v1.GetCommandResultRequest", id, cmdId: "2", wait: false },
-      notYet,
+      ctxOf(alice),
     );
     expect(early.result).to.equal(undefined);
-    expect(notYet.responseHeader.get("x-http-code")).to.equal("204");
     const done = (await get("2", true)).command!;
     expect(done).to.include({ status: "COMPLETED", finished: true, withResult: true, withError: false });
     expect(done.createdDate).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/);
@@ -130,23 +127,21 @@ describe("R sessions and commands", function () {
       ctxOf(alice),
     );
     expect(Buffer.from(taken.result!.data!).toString()).to.equal('"first"');
-    const gone = await Promise.resolve(get("1")).catch((e: ConnectError) => e);
-    expect((gone as ConnectError).code).to.equal(Code.NotFound);
+    const gone = await Promise.resolve(get("1")).catch((e: unknown) => e);
+    expect((gone as Fault).kind).to.equal("not_found");
     const listed = await rig.handlers.listCommands!({ $typeName: "rock.r.v1.ListCommandsRequest", id }, ctxOf(alice));
     expect(listed.commands!.map((c) => c.id)).to.deep.equal(["2"]);
   });
 
-  it("marks a failed command with its error and answers 204 for its result", async () => {
+  it("marks a failed command with its error and answers no result for it", async () => {
     const id = await newSession();
     await submit(id, "stop('nope')");
-    const ctx = ctxOf(alice);
     const result = await rig.handlers.getCommandResult!(
       { $typeName: "rock.r.v1.GetCommandResultRequest", id, cmdId: "1", rm: false, wait: true },
-      ctx,
+      ctxOf(alice),
     );
     expect(result.result).to.equal(undefined);
-    expect(ctx.responseHeader.get("x-http-code")).to.equal("204");
-    const command = rig.engine.session(id).commands.get("1")!.toProto();
+    const command = commandMessage(rig.engine.session(id).commands.get("1")!);
     expect(command).to.include({ status: "FAILED", withError: true, error: "Error: nope", withResult: false });
   });
 
@@ -154,9 +149,7 @@ describe("R sessions and commands", function () {
     const id = await newSession();
     await submit(id, "Sys.sleep(0.3)");
     await submit(id, "ran <- TRUE");
-    const ctx = ctxOf(alice);
-    await rig.handlers.deleteCommand!({ $typeName: "rock.r.v1.DeleteCommandRequest", id, cmdId: "2" }, ctx);
-    expect(ctx.responseHeader.get("x-http-code")).to.equal("204");
+    await rig.handlers.deleteCommand!({ $typeName: "rock.r.v1.DeleteCommandRequest", id, cmdId: "2" }, ctxOf(alice));
     expect(await evalJson(id, "exists('ran')")).to.equal("false");
   });
 
@@ -169,14 +162,14 @@ describe("R sessions and commands", function () {
   it("interrupts a running evaluation and keeps the session and its variables", async () => {
     const id = await newSession();
     await evalJson(id, "kept <- 42");
-    const running = evalJson(id, "repeat {}").catch((e: ConnectError) => e);
+    const running = evalJson(id, "repeat {}").catch((e: unknown) => e);
     await sleep(300);
     const res = await rig.handlers.interruptSession!(
       { $typeName: "rock.r.v1.InterruptSessionRequest", id },
       ctxOf(alice),
     );
     expect(res.interrupted).to.equal(true);
-    expect(((await running) as ConnectError).code).to.equal(Code.InvalidArgument);
+    expect(((await running) as Fault).kind).to.equal("invalid");
     expect(await evalJson(id, "kept")).to.equal("42");
     const idle = await rig.handlers.interruptSession!(
       { $typeName: "rock.r.v1.InterruptSessionRequest", id },
@@ -184,6 +177,19 @@ describe("R sessions and commands", function () {
     );
     expect(idle.interrupted).to.equal(false);
     expect(await evalJson(id, "kept + 1")).to.equal("43");
+  });
+
+  it("answers one way when the session ends under a call: running, waiting its turn, or arriving after", async () => {
+    const session = rig.engine.session(await newSession());
+    const running = session.eval(text("repeat {}"), "json").catch((e: unknown) => e);
+    const waiting = session.eval(text("1"), "json").catch((e: unknown) => e);
+    await until(() => session.busy);
+    await session.end();
+    const late = await session.eval(text("1"), "json").catch((e: unknown) => e);
+    for (const outcome of [await running, await waiting, late]) {
+      expect(outcome).to.be.instanceOf(Fault);
+      expect(outcome).to.include({ kind: "internal", message: "R session has ended" });
+    }
   });
 
   it("survives interrupts that land while R waits for or reads a request", async () => {
@@ -196,7 +202,7 @@ describe("R sessions and commands", function () {
       for (let i = 0; i < 5; i++) {
         const answer = session.eval(text(script), "json").then(
           (value) => value.toString(),
-          (error: ConnectError) => error.rawMessage,
+          (error: Fault) => error.message,
         );
         expect(session.interrupt()).to.equal(true);
         // Either the evaluation was interrupted as asked, or it had nothing left to interrupt.
@@ -233,8 +239,8 @@ describe("R session limits", function () {
     rig = await startRig({ maxEvalSeconds: 1 });
     const session = await rig.engine.createSession("alice");
     const started = Date.now();
-    const error = await session.eval(text("repeat {}"), "json").catch((e: ConnectError) => e);
-    expect((error as ConnectError).code).to.equal(Code.InvalidArgument);
+    const error = await session.eval(text("repeat {}"), "json").catch((e: unknown) => e);
+    expect((error as Fault).kind).to.equal("invalid");
     expect(Date.now() - started).to.be.within(900, 5000);
     expect((await session.eval(text("1"), "json")).toString()).to.equal("1");
   });
@@ -276,10 +282,10 @@ describe("spare sessions (r.spareSessions)", function () {
     await sleep(300);
     expect(spareCount(), "spares").to.equal(n);
   };
-  const refusal = (work: Promise<unknown>): Promise<ConnectError | undefined> =>
+  const refusal = (work: Promise<unknown>): Promise<Fault | undefined> =>
     work.then(
       () => undefined,
-      (e: ConnectError) => e,
+      (e: Fault) => e,
     );
 
   it("keeps r.spareSessions forked and confined ahead; a burst takes them and replacements are forked", async () => {
@@ -323,7 +329,7 @@ describe("spare sessions (r.spareSessions)", function () {
     await settles(1);
     await rig.engine.createSession("bob");
     await settles(0);
-    expect((await refusal(rig.engine.createSession("bob")))?.code).to.equal(Code.ResourceExhausted);
+    expect((await refusal(rig.engine.createSession("bob")))?.kind).to.equal("limit");
     await a.end();
     await settles(1);
     await rig.engine.createSession("carol");

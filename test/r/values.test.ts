@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { ConnectError, Code } from "@connectrpc/connect";
+import { Fault } from "../../src/errors/fault.js";
 import { create } from "@bufbuild/protobuf";
 import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
 import type { RSession } from "../../src/r/session.js";
@@ -97,11 +97,11 @@ describe("R values", function () {
 
   it("answers an R error as InvalidArgument with R's message", async () => {
     const error = await session.eval(text("f <- function() stop('boom'); f()"), "json").catch((e: unknown) => e);
-    expect(error).to.be.instanceOf(ConnectError);
-    expect((error as ConnectError).code).to.equal(Code.InvalidArgument);
-    expect((error as ConnectError).rawMessage).to.equal("Error in f(): boom");
-    const top = await session.eval(text("stop('top')"), "json").catch((e: ConnectError) => e);
-    expect((top as ConnectError).rawMessage).to.equal("Error: top");
+    expect(error).to.be.instanceOf(Fault);
+    expect((error as Fault).kind).to.equal("invalid");
+    expect((error as Fault).message).to.equal("Error in f(): boom");
+    const top = await session.eval(text("stop('top')"), "json").catch((e: unknown) => e);
+    expect((top as Fault).message).to.equal("Error: top");
   });
 
   it("evaluates a failing script once", async () => {

@@ -27,7 +27,7 @@ describe("REST edge", function () {
     expect(res.headers.get("location")).to.equal(`${server.url}/ws/draft/network/d4`);
   });
 
-  it("answers 204 with no body where the handler asks for it", async () => {
+  it("answers 204 with no body where the RPC's rest_answer option says so", async () => {
     const res = await rest(server.url, "PUT", "/ws/draft/network/d4/_status?value=UNDER_REVIEW", { user: "reviewer" });
     expect(res.status).to.equal(204);
     expect(res.text).to.equal("");

@@ -105,6 +105,19 @@ describe("service log", function () {
     expect(sessionLines.map((l) => l.msg)).to.deep.equal(["R session opened", "R session closed"]);
   });
 
+  it("records the status the REST edge answered with: 201 for a creation, 204 for no content", async () => {
+    const as = { user: "logged", password: PASSWORD };
+    const created = await rest(server.url, "POST", "/ws/draft/networks", { ...as, headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "status1", name: [{ lang: "en", value: "S" }] }) });
+    const published = await rest(server.url, "PUT", "/ws/draft/network/status1/_publish", as);
+    const session = await rest(server.url, "POST", "/r/sessions", as);
+    const ended = await rest(server.url, "DELETE", `/r/session/${session.json<{ id: string }>().id}`, as);
+    expect([created, published, session, ended].map((r) => r.status)).to.deep.equal([201, 204, 201, 204]);
+    expect(calls("rock.networks.v1.NetworkService/CreateNetwork").at(-1)).to.include({ status: 201, request: "POST /ws/draft/networks" });
+    expect(calls("rock.networks.v1.NetworkService/Publish").at(-1)).to.include({ status: 204, bytesOut: 0 });
+    expect(calls("rock.r.v1.RService/CreateSession").at(-1)).to.include({ status: 201, user: "logged" });
+    expect(calls("rock.r.v1.RService/DeleteSession").at(-1)).to.include({ status: 204 });
+  });
+
   it("counts the bytes each REST answer wrote: a JSON answer, a raw download, a newline-delimited JSON stream", async () => {
     const as = { user: "logged", password: PASSWORD };
     const id = (await rest(server.url, "POST", "/r/sessions", as)).json<{ id: string }>().id;

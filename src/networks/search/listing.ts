@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Fault } from "../../errors/fault.js";
 import { LIST_FILTERS, SortedOrder, sortKeyOf, type CatalogIndex, type Indexed, type ListFilter } from "./catalog-index.js";
 import { excerpt, MAX_EXCLUDED_IDS, MAX_QUERY_CHARS } from "../limits.js";
 import type { NetworkRecord } from "../model.js";
@@ -33,7 +33,7 @@ export interface ListPlan {
 }
 
 function invalid(message: string): never {
-  throw new ConnectError(message, Code.InvalidArgument);
+  throw new Fault("invalid", message);
 }
 
 function parseQuery(query: string): RqlCall {

@@ -1,5 +1,4 @@
-import type { JsonValue } from "@bufbuild/protobuf";
-import type { LocalizedText, NetworkDocument, NetworkRecord, RevisionStatus } from "../model.js";
+import type { JsonValue, LocalizedText, NetworkDocument, NetworkRecord, RevisionStatus } from "../model.js";
 import { fold, sortedWords, words } from "./text.js";
 
 export type IndexScalar = string | number | boolean | null;

@@ -1,9 +1,9 @@
 import { create } from "@bufbuild/protobuf";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import { NetworkSchema, NetworkService } from "../../../gen/es/rock/networks/v1/networks_pb.js";
-import { parseBasic } from "../../auth/basic.js";
+import { parseBasic, unauthenticated } from "../../auth/basic.js";
 import { callerKey, callerOf, hasAnyRole } from "../../auth/caller.js";
-import { Code, ConnectError, setCreated, setHttpStatus } from "../../server/rest-hints.js";
+import { Fault } from "../../errors/fault.js";
 import type { NetworkCatalog } from "../catalog.js";
 import { excerpt } from "../limits.js";
 import { isRevisionStatus, REVISION_STATUSES } from "../model.js";
@@ -17,13 +17,8 @@ import { networkInput, networkMessage, revisionMessage, summaryMessage } from ".
  * NotFound whatever else is wrong with the request, hence the `catalog.get` before argument checks.
  */
 
-function noContent<T extends object>(ctx: HandlerContext, response: T): T {
-  setHttpStatus(ctx, 204);
-  return response;
-}
-
 function required(value: string, name: string): string {
-  if (value === "") throw new ConnectError(`${name} is required`, Code.InvalidArgument);
+  if (value === "") throw new Fault("invalid", `${name} is required`);
   return value;
 }
 
@@ -53,13 +48,12 @@ export function createNetworkServiceHandlers(catalog: NetworkCatalog): ServiceIm
     async createNetwork(req, ctx) {
       const caller = callerOf(ctx);
       const record = await catalog.create(networkInput(req.network ?? create(NetworkSchema)), caller.name, req.comment);
-      setCreated(ctx, `/ws/draft/network/${encodeURIComponent(record.document.id)}`);
       return { network: networkMessage(record, permissionsOf(caller)) };
     },
 
-    async rebuildIndex(_req, ctx) {
+    async rebuildIndex() {
       await catalog.rebuildIndex();
-      return noContent(ctx, {});
+      return {};
     },
 
     // Public in the proto: a share key is a credential of its own (reference-behaviour §3), so this
@@ -69,10 +63,10 @@ export function createNetworkServiceHandlers(catalog: NetworkCatalog): ServiceIm
       // Permission first, existence second: a key holder learns nothing about other ids.
       if (caller && hasAnyRole(caller, CATALOG_ROLES)) return { network: networkMessage(catalog.get(req.id), permissionsOf(caller)) };
       // Wrong Basic credentials are refused as on any other call, not taken for an anonymous caller.
-      if (!caller && parseBasic(ctx.requestHeader.get("authorization"))) throw new ConnectError("Bad credentials", Code.Unauthenticated);
+      if (!caller && parseBasic(ctx.requestHeader.get("authorization"))) throw unauthenticated("Bad credentials");
       if (!req.key || !catalog.shareKeyGrants(req.key, req.id)) {
-        if (!caller) throw new ConnectError("Authentication required", Code.Unauthenticated);
-        throw new ConnectError(`No permission to view network ${excerpt(req.id)}`, Code.PermissionDenied);
+        if (!caller) throw unauthenticated("Authentication required");
+        throw new Fault("forbidden", `No permission to view network ${excerpt(req.id)}`);
       }
       return { network: networkMessage(catalog.get(req.id), VIEW_ONLY) };
     },
@@ -80,14 +74,14 @@ export function createNetworkServiceHandlers(catalog: NetworkCatalog): ServiceIm
     async updateNetwork(req, ctx) {
       const caller = callerOf(ctx);
       catalog.get(req.id);
-      if (!req.network) throw new ConnectError("A network body is required", Code.InvalidArgument);
+      if (!req.network) throw new Fault("invalid", "A network body is required");
       await catalog.update(req.id, networkInput(req.network), caller.name, req.comment);
-      return noContent(ctx, {});
+      return {};
     },
 
-    async deleteNetwork(req, ctx) {
+    async deleteNetwork(req) {
       await catalog.delete(req.id);
-      return noContent(ctx, {});
+      return {};
     },
 
     getModel(req) {
@@ -97,31 +91,31 @@ export function createNetworkServiceHandlers(catalog: NetworkCatalog): ServiceIm
     async updateModel(req, ctx) {
       const caller = callerOf(ctx);
       await catalog.updateModel(req.id, req.model ?? {}, caller.name, req.comment);
-      return noContent(ctx, {});
+      return {};
     },
 
-    async indexNetwork(req, ctx) {
+    async indexNetwork(req) {
       await catalog.indexNetwork(req.id);
-      return noContent(ctx, {});
+      return {};
     },
 
-    async setStatus(req, ctx) {
+    async setStatus(req) {
       catalog.get(req.id);
       if (!isRevisionStatus(req.value)) {
-        throw new ConnectError(`value must be one of ${REVISION_STATUSES.join(", ")}`, Code.InvalidArgument);
+        throw new Fault("invalid", `value must be one of ${REVISION_STATUSES.join(", ")}`);
       }
       await catalog.setStatus(req.id, req.value);
-      return noContent(ctx, {});
+      return {};
     },
 
     async publish(req, ctx) {
       await catalog.publish(req.id, callerOf(ctx).name);
-      return noContent(ctx, {});
+      return {};
     },
 
-    async unpublish(req, ctx) {
+    async unpublish(req) {
       await catalog.unpublish(req.id);
-      return noContent(ctx, {});
+      return {};
     },
 
     async listRevisions(req) {
@@ -136,7 +130,7 @@ export function createNetworkServiceHandlers(catalog: NetworkCatalog): ServiceIm
 
     async restoreRevision(req, ctx) {
       await catalog.restore(req.id, req.commitId, callerOf(ctx).name, req.comment);
-      return noContent(ctx, {});
+      return {};
     },
 
     async diffRevisions(req) {

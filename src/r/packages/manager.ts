@@ -1,5 +1,5 @@
 import { pathToFileURL } from "node:url";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Fault } from "../../errors/fault.js";
 import { runPackageScript, type RunOptions } from "./runner.js";
 import {
   parseGitName,
@@ -210,7 +210,7 @@ export function gitTarget(gitHost: string, repository: GitRepository): GitTarget
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(host)?.[1]?.toLowerCase();
   if (scheme !== "http" && scheme !== "https") {
     if (scheme === undefined) {
-      throw new ConnectError(`The git host is not a URL or an absolute path: '${gitHost}'`, Code.FailedPrecondition);
+      throw new Fault("precondition", `The git host is not a URL or an absolute path: '${gitHost}'`);
     }
     return { mode: "git", url: `${host}/${path}` };
   }

@@ -1,7 +1,7 @@
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Fault } from "../../errors/fault.js";
 import { PACKAGE_SCRIPT } from "./script.js";
 import { packageEnvironment } from "../confine/environment.js";
 import { signalGroup } from "../signals.js";
@@ -26,7 +26,7 @@ export interface RunRequest extends RunOptions {
   readonly timeoutMs: number;
 }
 
-const cancelled = () => new ConnectError("The package operation was cancelled", Code.Canceled);
+const cancelled = () => new Fault("canceled", "The package operation was cancelled");
 
 /** How long a cancelled R gets to end on SIGTERM before its process group is killed outright. */
 const KILL_GRACE_MS = 2000;
@@ -49,7 +49,7 @@ function installExitHook(): void {
 /**
  * Runs the package script in a fresh R process with its own temporary folder (TMPDIR, so that
  * downloads and git clones land there and are deleted with it). Resolves with the bytes the script
- * wrote as its result; rejects with a ConnectError carrying R's message.
+ * wrote as its result; rejects with a Fault carrying R's message.
  */
 export async function runPackageScript(request: RunRequest): Promise<Buffer> {
   const { signal } = request;
@@ -93,9 +93,9 @@ export async function runPackageScript(request: RunRequest): Promise<Buffer> {
     const pid = subprocess.pid;
     if (pid !== undefined) liveGroups.add(pid);
     // Why R was stopped before it ended on its own: the caller cancelled, or the time limit passed.
-    let stopped: ConnectError | undefined;
+    let stopped: Fault | undefined;
     let forceKill: NodeJS.Timeout | undefined;
-    const stop = (why: ConnectError, logLine: string) => {
+    const stop = (why: Fault, logLine: string) => {
       if (pid === undefined || stopped) return;
       stopped = why;
       log(`[packages] ${logLine}: ${request.title}\n`);
@@ -111,7 +111,7 @@ export async function runPackageScript(request: RunRequest): Promise<Buffer> {
     const deadline =
       request.timeoutMs > 0
         ? setTimeout(
-            () => stop(new ConnectError(`The package operation did not end within ${seconds} s and was stopped`, Code.DeadlineExceeded), `timed out after ${seconds} s`),
+            () => stop(new Fault("deadline", `The package operation did not end within ${seconds} s and was stopped`), `timed out after ${seconds} s`),
             request.timeoutMs,
           )
         : undefined;
@@ -129,7 +129,7 @@ export async function runPackageScript(request: RunRequest): Promise<Buffer> {
       const result = await subprocess;
       if (stopped) throw stopped;
       if (result.failed && result.exitCode === undefined) {
-        throw new ConnectError(`R could not be run: ${result.shortMessage}`, Code.Internal);
+        throw new Fault("internal", `R could not be run: ${result.shortMessage}`);
       }
       if (result.exitCode === 0) {
         const output = await readFile(outFile);
@@ -137,7 +137,7 @@ export async function runPackageScript(request: RunRequest): Promise<Buffer> {
         return output;
       }
       const error = await scriptError(errorFile, result.exitCode, tail);
-      log(`[packages] failed: ${request.title}: ${error.rawMessage.replace(/\s*\n\s*/g, " ")}\n`);
+      log(`[packages] failed: ${request.title}: ${error.message.replace(/\s*\n\s*/g, " ")}\n`);
       throw error;
     } finally {
       signal?.removeEventListener("abort", onAbort);
@@ -177,7 +177,7 @@ async function removeLocksSince(libraryFile: string, since: number): Promise<voi
   }
 }
 
-async function scriptError(errorFile: string, exitCode: number | undefined, tail: readonly string[]): Promise<ConnectError> {
+async function scriptError(errorFile: string, exitCode: number | undefined, tail: readonly string[]): Promise<Fault> {
   let text: string | undefined;
   try {
     text = await readFile(errorFile, "utf8");
@@ -188,11 +188,8 @@ async function scriptError(errorFile: string, exitCode: number | undefined, tail
     const newline = text.indexOf("\n");
     const kind = newline < 0 ? text : text.slice(0, newline);
     const message = (newline < 0 ? "" : text.slice(newline + 1)).trimEnd();
-    return new ConnectError(message || "The package operation failed", kind === "notfound" ? Code.NotFound : Code.Internal);
+    return new Fault(kind === "notfound" ? "not_found" : "internal", message || "The package operation failed");
   }
   const last = tail.filter((line) => line.trim() !== "").join("\n");
-  return new ConnectError(
-    `R ended with status ${exitCode ?? "unknown"}${last ? `: ${last}` : ""}`,
-    Code.Internal,
-  );
+  return new Fault("internal", `R ended with status ${exitCode ?? "unknown"}${last ? `: ${last}` : ""}`);
 }

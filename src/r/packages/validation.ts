@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Fault } from "../../errors/fault.js";
 
 /**
  * Everything a caller sends is checked here, before any R process is started. The charsets are
@@ -21,8 +21,8 @@ export type PackageSource = "archive" | "git" | "collection";
 
 export const DEFAULT_GIT_REF = "master";
 
-function invalid(message: string): ConnectError {
-  return new ConnectError(message, Code.InvalidArgument);
+function invalid(message: string): Fault {
+  return new Fault("invalid", message);
 }
 
 export function isValidPackageName(name: string): boolean {
@@ -82,10 +82,7 @@ export function parseGitName(name: string, defaultOrganization: string): GitRepo
     validatePackageName(name);
     if (!GIT_ORGANIZATION.test(defaultOrganization)) {
       // A server misconfiguration, not the caller's fault.
-      throw new ConnectError(
-        `The default git organisation is not configured or not valid: '${printable(defaultOrganization)}'`,
-        Code.FailedPrecondition,
-      );
+      throw new Fault("precondition", `The default git organisation is not configured or not valid: '${printable(defaultOrganization)}'`);
     }
     return { organization: defaultOrganization, repository: name };
   }

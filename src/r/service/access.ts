@@ -1,4 +1,5 @@
-import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { HandlerContext } from "@connectrpc/connect";
+import { Fault } from "../../errors/fault.js";
 import { callerOf, hasAnyRole } from "../../auth/caller.js";
 import type { REngine } from "../engine.js";
 import type { RSession } from "../session.js";
@@ -16,7 +17,7 @@ export function sessionFor(engine: REngine, ctx: HandlerContext, id: string, rol
   const session = engine.session(id);
   const caller = callerOf(ctx);
   if (session.subject !== caller.name && !hasAnyRole(caller, roles)) {
-    throw new ConnectError(`Not allowed to access R session: ${id}`, Code.PermissionDenied);
+    throw new Fault("forbidden", `Not allowed to access R session: ${id}`);
   }
   return session;
 }

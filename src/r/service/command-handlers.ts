@@ -3,9 +3,9 @@ import type { RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
 import type { CommandEntry } from "../commands.js";
 import type { REngine } from "../engine.js";
 import { noSuchCommand } from "../errors.js";
-import { contentTypeOf } from "../negotiate.js";
+import { contentTypeOf } from "./negotiate.js";
+import { commandMessage } from "./messages.js";
 import type { RSession } from "../session.js";
-import { setHttpStatus } from "../../server/rest-hints.js";
 import { SESSION_USERS, sessionFor } from "./access.js";
 
 export type CommandHandlers = Pick<
@@ -26,20 +26,19 @@ export function commandHandlers(engine: REngine, waitMs: number): CommandHandler
     async listCommands(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
       session.touch();
-      return { commands: session.commands.list().map((c) => c.toProto()) };
+      return { commands: session.commands.list().map(commandMessage) };
     },
 
     async getCommand(req, ctx) {
       const command = commandOf(sessionFor(engine, ctx, req.id, SESSION_USERS), req.cmdId);
       if (req.wait) await command.wait(waitMs);
-      return { command: command.toProto() };
+      return { command: commandMessage(command) };
     },
 
     async deleteCommand(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
       commandOf(session, req.cmdId);
       session.commands.remove(req.cmdId);
-      setHttpStatus(ctx, 204);
       return {};
     },
 
@@ -47,16 +46,10 @@ export function commandHandlers(engine: REngine, waitMs: number): CommandHandler
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
       const command = commandOf(session, req.cmdId);
       if (req.wait) await command.wait(waitMs);
-      if (!command.finished) {
-        setHttpStatus(ctx, 204);
-        return {};
-      }
+      if (!command.finished) return {};
       if (req.rm ?? true) session.commands.remove(command.id);
       const { result, format } = command;
-      if (result === undefined || format === undefined) {
-        setHttpStatus(ctx, 204);
-        return {};
-      }
+      if (result === undefined || format === undefined) return {};
       return { result: { contentType: contentTypeOf(format), data: result } };
     },
   };

@@ -1,11 +1,11 @@
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
+import { Fault } from "../../errors/fault.js";
 import type { REngine } from "../engine.js";
 import { openDownload, Upload } from "../files.js";
-import { OCTET_STREAM } from "../negotiate.js";
+import { OCTET_STREAM } from "./negotiate.js";
 import type { RSession } from "../session.js";
 import { SESSION_USERS, sessionFor } from "./access.js";
-import { HTTP_CODE_HEADER } from "../../server/rest-hints.js";
 
 /**
  * How long an RPC upload waits, once its request stream ended, for a reset of the call. A client
@@ -35,12 +35,12 @@ const MAX_NAME_BYTES = 255;
 
 /** A client's file path within the limits the file system would otherwise fail on (400). */
 function checkedPath(path: string): string {
-  if (path.includes("\0")) throw new ConnectError("File path must not contain a NUL character", Code.InvalidArgument);
+  if (path.includes("\0")) throw new Fault("invalid", "File path must not contain a NUL character");
   if (Buffer.byteLength(path) > MAX_PATH_BYTES) {
-    throw new ConnectError(`File path is longer than ${MAX_PATH_BYTES} bytes`, Code.InvalidArgument);
+    throw new Fault("invalid", `File path is longer than ${MAX_PATH_BYTES} bytes`);
   }
   if (path.split("/").some((name) => Buffer.byteLength(name) > MAX_NAME_BYTES)) {
-    throw new ConnectError(`A file or folder name in the path is longer than ${MAX_NAME_BYTES} bytes`, Code.InvalidArgument);
+    throw new Fault("invalid", `A file or folder name in the path is longer than ${MAX_NAME_BYTES} bytes`);
   }
   return path;
 }
@@ -68,13 +68,13 @@ export function fileHandlers(engine: REngine, maxUploadBytes: number): FileHandl
           if (data && data.length > 0) {
             upload ??= new Upload(session.dirs.home, session.dirs.owner);
             if (upload.size + data.length > maxUploadBytes) {
-              throw new ConnectError(`Upload exceeds the limit of ${maxUploadBytes} bytes`, Code.ResourceExhausted, { [HTTP_CODE_HEADER]: "413" });
+              throw new Fault("too_large", `Upload exceeds the limit of ${maxUploadBytes} bytes`);
             }
             await upload.write(data);
           }
         }
-        if (await cancelledAfterEnd(ctx.signal, ctx.protocolName)) throw new ConnectError("Upload cancelled before its end", Code.Canceled);
-        if (!session) throw new ConnectError("Upload names no R session", Code.InvalidArgument);
+        if (await cancelledAfterEnd(ctx.signal, ctx.protocolName)) throw new Fault("canceled", "Upload cancelled before its end");
+        if (!session) throw new Fault("invalid", "Upload names no R session");
         upload ??= new Upload(session.dirs.home, session.dirs.owner);
         session.touch();
         const root = temp ? session.dirs.tmp : session.dirs.work;
@@ -89,7 +89,7 @@ export function fileHandlers(engine: REngine, maxUploadBytes: number): FileHandl
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
       session.touch();
       // Without it the root itself would be the source: "File is a directory" would hide the client's slip.
-      if (req.path === "") throw new ConnectError("path is required", Code.InvalidArgument);
+      if (req.path === "") throw new Fault("invalid", "path is required");
       const chunks = await openDownload(session.dirs, req.temp, checkedPath(req.path));
       for await (const data of chunks) yield { chunk: { contentType: OCTET_STREAM, data } };
     },

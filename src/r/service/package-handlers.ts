@@ -1,11 +1,12 @@
 import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { ListValueSchema } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { HttpBodySchema, type HttpBody } from "../../../gen/es/google/api/httpbody_pb.js";
 import { PackageMatrixSchema, type RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
+import { Channel } from "../../channel.js";
+import { Fault } from "../../errors/fault.js";
 import type { PackageManager } from "../packages/index.js";
-import { negotiate, OCTET_STREAM } from "../negotiate.js";
-import { setHttpStatus } from "../../server/rest-hints.js";
+import { negotiate, OCTET_STREAM } from "./negotiate.js";
 
 export type PackageHandlers = Pick<
   ServiceImpl<typeof RService>,
@@ -84,11 +85,9 @@ export function createPackageHandlers(manager: PackageOperations): PackageHandle
         { name: request.name, manager: request.manager, ref: request.ref },
         { signal: ctx.signal },
       );
-      setHttpStatus(ctx, 204);
       return { version: installed.version };
     },
 
-    // 200 with no body, as the contract lists (reference-behaviour §3); installs and removals are 204.
     async updatePackages(_request, ctx) {
       await manager.update({ signal: ctx.signal });
       return {};
@@ -96,24 +95,24 @@ export function createPackageHandlers(manager: PackageOperations): PackageHandle
 
     async removePackages(request, ctx) {
       await manager.remove(request.name, { signal: ctx.signal });
-      setHttpStatus(ctx, 204);
       return {};
     },
 
     async removePackage(request, ctx) {
       await manager.remove([request.name], { signal: ctx.signal });
-      setHttpStatus(ctx, 204);
       return {};
     },
 
     async *installPackageStream(request, ctx) {
-      const lines = new LineQueue();
+      // Unbounded: R never waits for a slow reader. The caller leaving (cancel, deadline) stops the
+      // operation through the signal and ends the channel: stop waiting for its lines too.
+      const lines = new Channel<string>({ signal: ctx.signal });
       const operation = request.update
         ? updateAll(manager, request.name, lines, ctx)
         : manager
             .install(
               { name: request.name, manager: request.manager, ref: request.ref },
-              { signal: ctx.signal, onLine: (line) => lines.push(line) },
+              { signal: ctx.signal, onLine: (line) => void lines.push(line) },
             )
             .then((installed) => installed.version);
       operation.then(
@@ -129,49 +128,11 @@ export function createPackageHandlers(manager: PackageOperations): PackageHandle
   };
 }
 
-async function updateAll(manager: PackageOperations, name: string, lines: LineQueue, ctx: HandlerContext): Promise<string> {
+async function updateAll(manager: PackageOperations, name: string, lines: Channel<string>, ctx: HandlerContext): Promise<string> {
   if (name.trim() !== "") {
     // Refused rather than silently updating everything the caller did not name.
-    throw new ConnectError("An update applies to every package; leave the name empty", Code.InvalidArgument);
+    throw new Fault("invalid", "An update applies to every package; leave the name empty");
   }
-  await manager.update({ signal: ctx.signal, onLine: (line) => lines.push(line) });
+  await manager.update({ signal: ctx.signal, onLine: (line) => void lines.push(line) });
   return "";
-}
-
-/** Lines R prints, handed to the stream as they come; R never waits for a slow reader. */
-class LineQueue implements AsyncIterable<string> {
-  private readonly buffered: string[] = [];
-  private closed = false;
-  private wake: (() => void) | undefined;
-
-  push(line: string): void {
-    if (this.closed) return;
-    this.buffered.push(line);
-    this.notify();
-  }
-
-  close(): void {
-    this.closed = true;
-    this.notify();
-  }
-
-  private notify(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncIterator<string> {
-    for (;;) {
-      const line = this.buffered.shift();
-      if (line !== undefined) {
-        yield line;
-        continue;
-      }
-      if (this.closed) return;
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-      });
-    }
-  }
 }

@@ -1,9 +1,10 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { RService, ServerStatusSchema } from "../../../gen/es/rock/r/v1/rservice_pb.js";
 import type { NodeConfig, RConfig } from "../../config/config.js";
+import { Fault } from "../../errors/fault.js";
 import type { REngine } from "../engine.js";
-import { negotiate, OCTET_STREAM } from "../negotiate.js";
+import { negotiate, OCTET_STREAM } from "./negotiate.js";
 
 export type ServerHandlers = Pick<
   ServiceImpl<typeof RService>,
@@ -34,7 +35,7 @@ export function serverHandlers(engine: REngine, node: NodeConfig, r: RConfig): S
     },
 
     async check() {
-      if (!(await engine.check())) throw new ConnectError("R server is not functional", Code.Internal);
+      if (!(await engine.check())) throw new Fault("internal", "R server is not functional");
       return {};
     },
 

@@ -1,15 +1,16 @@
 import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { HttpBody } from "../../../gen/es/google/api/httpbody_pb.js";
 import type { ExecuteResponseSchema, RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
 import { callerOf, hasAnyRole } from "../../auth/caller.js";
 import { Channel } from "../../channel.js";
+import { Fault } from "../../errors/fault.js";
 import type { EvalEvent } from "../child.js";
 import type { REngine } from "../engine.js";
-import { contentTypeOf, negotiate } from "../negotiate.js";
+import { contentTypeOf, negotiate } from "./negotiate.js";
+import { commandMessage, sessionMessage } from "./messages.js";
 import type { AssignSource } from "../session.js";
-import { setCreated, setHttpStatus } from "../../server/rest-hints.js";
 import { SESSION_READERS, SESSION_USERS, sessionFor } from "./access.js";
 
 export type SessionHandlers = Pick<
@@ -38,7 +39,7 @@ const BLANK = new Set([0x20, 0x09, 0x0a, 0x0b, 0x0c, 0x0d]);
  */
 function requiredScript(body: HttpBody | undefined): Uint8Array {
   const data = body?.data ?? EMPTY;
-  if (data.every((byte) => BLANK.has(byte))) throw new ConnectError("script is required", Code.InvalidArgument);
+  if (data.every((byte) => BLANK.has(byte))) throw new Fault("invalid", "script is required");
   return data;
 }
 
@@ -49,10 +50,6 @@ function assignSource(body: HttpBody | undefined): AssignSource {
   return { kind: "rdata", bytes: Buffer.from(Buffer.from(data).toString("latin1"), "base64") };
 }
 
-function commandPath(sessionId: string, commandId: string): string {
-  return `/r/session/${sessionId}/command/${commandId}`;
-}
-
 export function sessionHandlers(engine: REngine): SessionHandlers {
   return {
     async listSessions(req, ctx) {
@@ -60,39 +57,35 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
       const all = hasAnyRole(caller, SESSION_READERS);
       const subject = all ? req.subject : caller.name;
       const sessions = engine.sessions().filter((s) => subject === undefined || s.subject === subject);
-      return { sessions: sessions.map((s) => s.toProto()) };
+      return { sessions: sessions.map(sessionMessage) };
     },
 
     async createSession(_req, ctx) {
       const session = await engine.createSession(callerOf(ctx).name, ctx.signal);
-      setCreated(ctx, `/r/session/${session.id}`);
-      return { session: session.toProto() };
+      return { session: sessionMessage(session) };
     },
 
-    async deleteSessions(_req, ctx) {
+    async deleteSessions() {
       await engine.endAllSessions();
-      setHttpStatus(ctx, 204);
       return {};
     },
 
     async getSession(req, ctx) {
-      return { session: sessionFor(engine, ctx, req.id, SESSION_READERS).toProto() };
+      return { session: sessionMessage(sessionFor(engine, ctx, req.id, SESSION_READERS)) };
     },
 
     async deleteSession(req, ctx) {
       await sessionFor(engine, ctx, req.id, SESSION_READERS).end();
-      setHttpStatus(ctx, 204);
       return {};
     },
 
     async assign(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
-      if (req.symbol === "") throw new ConnectError("Symbol to assign is required", Code.InvalidArgument);
+      if (req.symbol === "") throw new Fault("invalid", "Symbol to assign is required");
       const source = assignSource(req.body);
       if (req.async) {
         const command = session.submitAssign(req.symbol, source);
-        setCreated(ctx, commandPath(session.id, command.id));
-        return { command: command.toProto() };
+        return { command: commandMessage(command) };
       }
       await session.assign(req.symbol, source, ctx.signal);
       return {};
@@ -104,8 +97,7 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
       const script = requiredScript(req.script);
       if (req.async) {
         const command = session.submitEval(script, format);
-        setCreated(ctx, commandPath(session.id, command.id));
-        return { answer: { case: "command", value: command.toProto() } };
+        return { answer: { case: "command", value: commandMessage(command) } };
       }
       const data = await session.eval(script, format, undefined, ctx.signal);
       return { answer: { case: "value", value: { contentType: contentTypeOf(format), data } } };

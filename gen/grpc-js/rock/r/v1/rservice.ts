@@ -6070,8 +6070,8 @@ export const RemovePackageResponse: MessageFns<RemovePackageResponse> = {
  * commands and files, the installed R packages, and service discovery.
  *
  * REST conventions of this service (applied by the edge in src/edge):
- * - a handler asks for a success status other than 200 with the `x-http-code` response header and
- *   for a `Location` with the `location` header (made absolute by the edge);
+ * - a success status other than 200, and the `Location` of what a call created, come from the
+ *   `rest_answer` option of the RPC (rock/options/v1/rest.proto);
  * - a `response_body` that names a oneof answers with whichever member is set (JSON value, or the
  *   raw bytes of an HttpBody);
  * - fields with the `source` option are filled from that request header (content negotiation).
@@ -6331,6 +6331,10 @@ export const RServiceService = {
       Buffer.from(ListPackagesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListPackagesResponse => ListPackagesResponse.decode(value),
   },
+  /**
+   * Updates every installed package from the repositories. Over REST: 200 without a body, as the
+   * contract lists (installs and removals answer 204).
+   */
   updatePackages: {
     path: "/rock.r.v1.RService/UpdatePackages" as const,
     requestStream: false as const,
@@ -6458,6 +6462,10 @@ export interface RServiceServer extends UntypedServiceImplementation {
   /** The last lines of the console log, then (with `follow`) every new line until the caller leaves. */
   tailLog: handleServerStreamingCall<TailLogRequest, TailLogResponse>;
   listPackages: handleUnaryCall<ListPackagesRequest, ListPackagesResponse>;
+  /**
+   * Updates every installed package from the repositories. Over REST: 200 without a body, as the
+   * contract lists (installs and removals answer 204).
+   */
   updatePackages: handleUnaryCall<UpdatePackagesRequest, UpdatePackagesResponse>;
   removePackages: handleUnaryCall<RemovePackagesRequest, RemovePackagesResponse>;
   installPackage: handleUnaryCall<InstallPackageRequest, InstallPackageResponse>;
@@ -6828,6 +6836,10 @@ export interface RServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListPackagesResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Updates every installed package from the repositories. Over REST: 200 without a body, as the
+   * contract lists (installs and removals answer 204).
+   */
   updatePackages(
     request: UpdatePackagesRequest,
     callback: (error: ServiceError | null, response: UpdatePackagesResponse) => void,

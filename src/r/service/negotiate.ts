@@ -1,5 +1,4 @@
-/** How an R value is answered: jsonlite JSON, or the bytes of R's serialize(x, NULL). */
-export type ValueFormat = "json" | "rds";
+import type { ValueFormat } from "../protocol.js";
 
 export const OCTET_STREAM = "application/octet-stream";
 export const JSON_TYPE = "application/json";

@@ -1,8 +1,8 @@
 import type { DescMethod } from "@bufbuild/protobuf";
-import { RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
-import type { DrainPolicy } from "../../server/drain-gate.js";
-import { Health } from "../../server/health.js";
-import { ReflectionV1, ReflectionV1Alpha } from "../../server/reflection.js";
+import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import type { DrainPolicy } from "./drain-gate.js";
+import { Health } from "./health.js";
+import { ReflectionV1, ReflectionV1Alpha } from "./reflection.js";
 
 const PROBES: ReadonlySet<string> = new Set([Health, ReflectionV1, ReflectionV1Alpha].map((s) => s.typeName));
 
