@@ -73,6 +73,6 @@ CMD []
 
 # SIGTERM drains (server.drainSeconds, 30 s): give `docker stop -t 45` / compose stop_grace_period: 45s.
 STOPSIGNAL SIGTERM
-# /_check needs no credentials and answers 503 once a drain begins. HTTPS when ROCK_TLS_CERT is set.
+# /_check needs no credentials and answers 500 once a drain begins. HTTPS when ROCK_TLS_CERT is set.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "const t=!!process.env.ROCK_TLS_CERT;require(t?'https':'http').get({host:'127.0.0.1',port:process.env.ROCK_PORT||8085,path:'/_check',rejectUnauthorized:false,timeout:4000},r=>process.exit(r.statusCode===200?0:1)).on('error',()=>process.exit(1)).on('timeout',()=>process.exit(1))"]

@@ -9,7 +9,9 @@
  * Without `capacity` it is unbounded, for producers bounded by other means.
  *
  * The producer ends it with close() (queued items are still read) or fail() (queued items, then the
- * error). `signal` is the consumer leaving: the iteration ends at once, queued items are discarded.
+ * error). `signal` is the consumer leaving: queued items are discarded and the iteration ends at once
+ * with the signal's reason, so that a stream cut by its deadline ends as DEADLINE_EXCEEDED, not as if
+ * it had completed. A consumer that stops iterating (break, return) ends it quietly.
  */
 export interface ChannelOptions {
   readonly capacity?: number;
@@ -33,11 +35,11 @@ export class Channel<T> implements AsyncIterable<T> {
   private failure: { readonly error: unknown } | undefined;
   private dropped = 0;
   private readonly capacity: number;
-  private readonly onAbort = (): void => this.discard();
+  private readonly onAbort = (): void => this.abandon();
 
   constructor(private readonly options: ChannelOptions = {}) {
     this.capacity = options.capacity ?? Infinity;
-    if (options.signal?.aborted) this.discard();
+    if (options.signal?.aborted) this.abandon();
     else options.signal?.addEventListener("abort", this.onAbort, { once: true });
   }
 
@@ -105,6 +107,13 @@ export class Channel<T> implements AsyncIterable<T> {
     if (this.ended) return Promise.resolve(DONE);
     this.drained();
     return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
+  }
+
+  /** The consumer's signal aborted: as discard(), and the iteration ends with the signal's reason. */
+  private abandon(): void {
+    this.items.length = 0;
+    this.fail(this.options.signal?.reason);
+    this.drained();
   }
 
   /** The consumer is gone: nothing queued will be read, and a paused producer resumes to drop the rest. */

@@ -34,7 +34,8 @@ export function authInterceptor(users: UserDirectory): Interceptor {
     const caller = req.contextValues.get(callerKey);
     if (!caller) throw unauthenticated("Authentication required");
     if (access.roles.length > 0 && !access.roles.some((r) => caller.roles.has(r))) {
-      throw new Fault("forbidden", `${req.method.name} requires one of the roles: ${access.roles.join(", ")}`);
+      const message = `${req.method.name} requires one of the roles: ${access.roles.join(", ")}`;
+      throw access.refuseUnauthenticated ? unauthenticated(message) : new Fault("forbidden", message);
     }
     return next(req);
   };

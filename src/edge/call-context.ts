@@ -25,7 +25,7 @@ export const restCallKey = createContextKey(false, { description: "call made by 
 
 const noTimeout = (): undefined => undefined;
 /** The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The HandlerContext of a call taken by this server's own transports (the REST edge, the unary fast

@@ -7,9 +7,13 @@ import {
   universalResponseToNodeResponse,
   type ConnectNodeAdapterOptions,
 } from "@connectrpc/connect-node";
+import type http from "node:http";
 import type http2 from "node:http2";
+import * as connect from "@connectrpc/connect/protocol-connect";
+import * as grpc from "@connectrpc/connect/protocol-grpc";
+import { MAX_TIMER_MS } from "./call-context.js";
 import { guardUnaryDecoding, streamDecodeErrors } from "./decode-guard.js";
-import { ResponseMeter, responseMeterKey } from "./response-meter.js";
+import { ResponseMeter, responseMeterKey, type RefusedCall } from "./response-meter.js";
 import { encodeGrpcMessage } from "../rpc/grpc-message.js";
 import { answerUnknownMethod } from "../rpc/unary-fast-path.js";
 import { dropUnreadBody } from "./read-body.js";
@@ -20,6 +24,8 @@ export type RpcAdapterOptions = Omit<ConnectNodeAdapterOptions, "requestPathPref
   readonly fallback: NodeHandlerFn;
   /** A call Connect could not answer (not called when the client has gone). */
   readonly onHandlerError: (err: unknown) => void;
+  /** A call answered before any interceptor ran (a gRPC call of an unknown method). */
+  readonly refused?: (call: RefusedCall) => void;
 };
 
 /** Connect's own default limit of a message. */
@@ -40,7 +46,8 @@ export function rpcAdapter(options: RpcAdapterOptions): NodeHandlerFn {
     const url = req.url ?? "";
     const q = url.indexOf("?");
     const handler = handlers.get(q < 0 ? url : url.slice(0, q));
-    if (!handler) return void (answerUnknownMethod(req, res as http2.Http2ServerResponse) || options.fallback(req, res));
+    if (!handler) return void (answerUnknownMethod(req, res as http2.Http2ServerResponse, options.refused) || options.fallback(req, res));
+    dropUnreachableTimeout(req);
     if (req.httpVersionMajor === 2) specEncodedGrpcMessage(res as http2.Http2ServerResponse);
     // The call's record (access line, metrics) waits for what was written of the answer.
     const meter = new ResponseMeter();
@@ -58,6 +65,23 @@ export function rpcAdapter(options: RpcAdapterOptions): NodeHandlerFn {
         if (ConnectError.from(reason).code !== Code.Aborted && !res.writableEnded) options.onHandlerError(reason);
       });
   };
+}
+
+/**
+ * A timeout beyond a Node timer's reach (about 24.8 days) is no deadline at all, as on the fast path:
+ * Connect-ES would arm a timer with it, which Node fires at once, and end the call as if it had passed.
+ */
+function dropUnreachableTimeout(req: http.IncomingMessage | http2.Http2ServerRequest): void {
+  for (const [name, parse] of [
+    [grpc.headerTimeout, grpc.parseTimeout],
+    [connect.headerTimeout, connect.parseTimeout],
+  ] as const) {
+    const key = name.toLowerCase();
+    const value = req.headers[key];
+    if (typeof value !== "string") continue;
+    const timeout = parse(value, Number.MAX_SAFE_INTEGER);
+    if (timeout.timeoutMs !== undefined && timeout.timeoutMs > MAX_TIMER_MS) delete req.headers[key];
+  }
 }
 
 /**

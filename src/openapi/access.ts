@@ -8,13 +8,15 @@ export interface AccessRule {
   readonly isPublic: boolean;
   /** One of them is needed; empty: any authenticated caller. */
   readonly roles: readonly string[];
+  /** A caller without one of the roles gets 401, not 403 (the contract of the index rebuilds). */
+  readonly refuseUnauthenticated: boolean;
 }
 
 /** The `access` option as the auth interceptor reads it: a method without one is public. */
 export function accessRule(method: DescMethod): AccessRule {
-  if (!hasOption(method, accessOption)) return { isPublic: true, roles: [] };
+  if (!hasOption(method, accessOption)) return { isPublic: true, roles: [], refuseUnauthenticated: false };
   const access = getOption(method, accessOption);
-  return { isPublic: access.public, roles: access.roles };
+  return { isPublic: access.public, roles: access.roles, refuseUnauthenticated: access.refuseUnauthenticated };
 }
 
 /**
@@ -30,5 +32,6 @@ export function securityOf(rule: AccessRule): SecurityRequirement[] {
 export function accessText(rule: AccessRule): string {
   if (rule.isPublic) return "**Public**: callable without credentials.";
   if (rule.roles.length === 0) return "**Any authenticated user**; the handler decides what the caller may see or change (owner, catalogue roles).";
-  return `**Roles**: ${rule.roles.map((r) => `\`${r}\``).join(" or ")}.`;
+  const roles = `**Roles**: ${rule.roles.map((r) => `\`${r}\``).join(" or ")}.`;
+  return rule.refuseUnauthenticated ? `${roles} A caller without one is refused 401, as the contract says, not 403.` : roles;
 }

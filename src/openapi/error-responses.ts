@@ -1,6 +1,7 @@
 import { AUTH_REALM } from "../auth/basic.js";
 import { isHttpBody } from "../edge/request-decoder.js";
 import type { Route } from "../edge/route-table.js";
+import type { AccessRule } from "./access.js";
 import type { HandlerAnswers } from "./handler-answers.js";
 import type { Reference, Response, Schema } from "./types.js";
 
@@ -20,6 +21,7 @@ export const ERROR_SCHEMA: Schema = {
 };
 
 const errorBody = { "application/json": { schema: ERROR_REF } };
+const challenge = { "WWW-Authenticate": { description: `\`Basic realm="${AUTH_REALM}"\``, schema: { type: "string" } } };
 const retryAfter = { "Retry-After": { description: "Seconds to wait before trying again.", schema: { type: "integer" } } };
 
 /** Shared error answers, referenced by the operations they apply to. */
@@ -30,7 +32,12 @@ export const ERROR_RESPONSES: Readonly<Record<string, Response>> = {
   },
   Unauthenticated: {
     description: "No credentials, wrong ones, or a malformed `Authorization` header.",
-    headers: { "WWW-Authenticate": { description: `\`Basic realm="${AUTH_REALM}"\``, schema: { type: "string" } } },
+    headers: challenge,
+    content: errorBody,
+  },
+  UnauthenticatedOrNoRole: {
+    description: "No credentials, wrong ones, a malformed `Authorization` header, or none of the roles the operation needs: its contract answers 401 where others answer 403.",
+    headers: challenge,
     content: errorBody,
   },
   PermissionDenied: { description: "None of the roles the operation needs, or not the owner of what it names.", content: errorBody },
@@ -52,15 +59,18 @@ export const ERROR_RESPONSES: Readonly<Record<string, Response>> = {
 type ErrorName = keyof typeof ERROR_RESPONSES;
 
 /** The error answers a route can give, by status, in the order of their statuses. */
-export function errorResponses(route: Route, isPublic: boolean, answers: HandlerAnswers): Record<string, Response | Reference> {
+export function errorResponses(route: Route, access: AccessRule, answers: HandlerAnswers): Record<string, Response | Reference> {
   const hasVars = route.template.segments.some((s) => s.kind === "var");
   const body = route.bodyField;
   const out: Record<string, Response | Reference> = {};
   const add = (status: string, name: ErrorName) => (out[status] = { $ref: `#/components/responses/${name}` });
   if (hasVars || route.queryFields.size > 0 || body) add("400", "BadRequest");
-  if (!isPublic) {
-    add("401", "Unauthenticated");
-    add("403", "PermissionDenied");
+  if (!access.isPublic) {
+    if (access.refuseUnauthenticated) add("401", "UnauthenticatedOrNoRole");
+    else {
+      add("401", "Unauthenticated");
+      add("403", "PermissionDenied");
+    }
     add("429", "TooManyRequests");
   }
   if (hasVars) add("404", "NotFound");

@@ -29,7 +29,7 @@ export function describeRoute(route: Route, schemas: SchemaSet, operationId: str
     description: notes.join("\n\n"),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(requestBody ? { requestBody } : {}),
-    responses: { ...successResponses(route, schemas, answers), ...errorResponses(route, rule.isPublic, answers) },
+    responses: { ...successResponses(route, schemas, answers), ...errorResponses(route, rule, answers) },
     security: securityOf(rule),
   };
 }

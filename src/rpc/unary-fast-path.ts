@@ -8,7 +8,7 @@ import * as grpc from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { createCallContext, nodeHeaders, type CallContext } from "../edge/call-context.js";
 import { dropUnreadBody, readWholeBody } from "../edge/read-body.js";
-import { ResponseMeter, responseMeterKey } from "../edge/response-meter.js";
+import { ResponseMeter, responseMeterKey, type RefusedCall } from "../edge/response-meter.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 import { envelope, ENVELOPE_HEADER_BYTES, isGrpcFamily, MethodCodec, singleEnvelope, wireOf, type Wire } from "./wire.js";
 
@@ -232,16 +232,29 @@ function writeMessage(res: Res, wire: Wire, context: CallContext, body: Uint8Arr
 
 /**
  * A gRPC or gRPC-Web call of no RPC this server has: UNIMPLEMENTED in the call's own protocol (the
- * REST edge, next in line, would answer an HTTP 404). False when the request is not such a call.
+ * REST edge, next in line, would answer an HTTP 404), reported to `refused` as a call no interceptor
+ * saw. False when the request is not such a call.
  */
-export function answerUnknownMethod(req: Req, anyRes: http.ServerResponse | http2.Http2ServerResponse): boolean {
+export function answerUnknownMethod(req: Req, anyRes: http.ServerResponse | http2.Http2ServerResponse, refused?: (call: RefusedCall) => void): boolean {
+  const started = performance.now();
   const contentType = req.headers["content-type"];
   if (req.method !== "POST" || !isGrpcFamily(contentType)) return false;
   const wire = wireOf(contentType, req.httpVersionMajor);
   if (!wire) return false;
   const path = (req.url ?? "").split("?")[0]!;
   req.resume();
-  writeError(anyRes as unknown as Res, wire, new Headers(), new Headers(), new ConnectError(`${path} is not implemented`, Code.Unimplemented));
+  const bytesOut = writeError(anyRes as unknown as Res, wire, new Headers(), new Headers(), new ConnectError(`${path} is not implemented`, Code.Unimplemented));
+  const length = req.headers["content-length"];
+  refused?.({
+    method: undefined,
+    protocol: wire.name,
+    request: `POST ${path}`,
+    code: Code.Unimplemented,
+    httpStatus: undefined,
+    started,
+    bytesIn: length === undefined ? undefined : Number(length),
+    bytesOut,
+  });
   return true;
 }
 

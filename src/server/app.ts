@@ -71,6 +71,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     createContextValues().set(clientAddressKey, req.socket.remoteAddress);
   const health = createHealth(opts.services.map((s) => s.desc.typeName), opts.serving);
   const table = new RouteTable(opts.services);
+  const refused = observerIn(opts.interceptors)?.refused;
   const rest = createRestHandler({
     table,
     interceptors: opts.interceptors,
@@ -79,7 +80,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     maxUploadBytes: opts.maxUploadBytes,
     shutdownSignal: shutdown.signal,
     onInternalError,
-    refused: observerIn(opts.interceptors)?.refused,
+    refused,
   });
   const compressions = [compressionGzip, compressionBrotli];
   const connectHandler = rpcAdapter({
@@ -97,6 +98,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // /metrics, /openapi.json and /docs are not RPCs; every other path goes to the edge.
     fallback: withMetrics(opts.metrics.registry, opts.metrics.users, onInternalError, withApiDocs(buildOpenApi(table), rest)),
     onHandlerError: onInternalError,
+    refused,
   });
   const fast = opts.unaryFastPath
     ? createUnaryFastPath({

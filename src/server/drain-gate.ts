@@ -10,6 +10,8 @@ export interface DrainPolicy {
   admits(method: DescMethod): boolean;
   /** Never ends by itself (health Watch, reflection, a followed log): it does not hold the drain. */
   endless(method: DescMethod): boolean;
+  /** What a call the stopping service no longer takes answers (a new fault per refusal). */
+  refusal(method: DescMethod): Fault;
 }
 
 interface Kind {
@@ -19,10 +21,10 @@ interface Kind {
 
 /**
  * First of the interceptors, so a refusal costs no password check. Once a stop begins, calls the
- * policy does not admit answer 503 with Retry-After; after the drain, only the endless ones (health)
- * are taken. Every call that holds the drain is counted until it ends (a stream: until its last
- * message); one cut short by the stop answers 503 rather than whatever its interruption looked like
- * (an R evaluation says "interrupted", a 400).
+ * policy does not admit answer the policy's refusal (503 with Retry-After but for `/_check`); after
+ * the drain, only the endless ones (health) are taken. Every call that holds the drain is counted
+ * until it ends (a stream: until its last message); one cut short by the stop answers 503 rather
+ * than whatever its interruption looked like (an R evaluation says "interrupted", a 400).
  */
 export function drainGate(lifecycle: ServiceLifecycle, policy: DrainPolicy): Interceptor {
   const kinds = new Map<DescMethod, Kind>();
@@ -38,7 +40,7 @@ export function drainGate(lifecycle: ServiceLifecycle, policy: DrainPolicy): Int
     const kind = kindOf(req.method);
     const phase = lifecycle.phase;
     if (phase !== "serving" && !(kind.admitted && (phase === "draining" || !kind.holds))) {
-      throw retryLater("The service is stopping");
+      throw policy.refusal(req.method);
     }
     if (!kind.holds) return next(req);
     lifecycle.callStarted();

@@ -1,5 +1,6 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { Fault, retryLater } from "../errors/fault.js";
 import type { DrainPolicy } from "./drain-gate.js";
 import { Health } from "./health.js";
 import { ReflectionV1, ReflectionV1Alpha } from "./reflection.js";
@@ -21,7 +22,13 @@ function onSession(method: DescMethod): boolean {
 }
 
 export const drainPolicy: DrainPolicy = {
-  admits: (method) => isProbe(method) || onSession(method),
+  // `/_info` lists 200 and 500 only (r-execution-service §4), and what it tells stays true while the
+  // service stops: discovery clients still learn what answers there.
+  admits: (method) => isProbe(method) || onSession(method) || method === RService.method.getInfo,
   // A followed log tail ends only when its caller leaves.
   endless: (method) => isProbe(method) || method === RService.method.tailLog,
+  // `/_check` answers 200 or 500 (reference-behaviour §1.5, a Decision): a stopping service is not
+  // functional, and a load balancer needs no Retry-After to take it out.
+  refusal: (method) =>
+    method === RService.method.check ? new Fault("internal", "The service is stopping") : retryLater("The service is stopping"),
 };

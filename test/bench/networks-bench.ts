@@ -15,8 +15,8 @@ import { HttpClient } from "./http-client.js";
 import { startServerProcess } from "./server-process.js";
 import { ms, percent, perSecond, section, verdict, type Section } from "./report.js";
 import { rate, sample, summarize } from "./stats.js";
-import { AUTHOR, type RawAnswer, type RawRequest, type RawTimes, type WriteKind } from "../networks/bench-raw-batches.js";
-import { benchDocument } from "../networks/bench-documents.js";
+import { AUTHOR, type RawAnswer, type RawRequest, type RawTimes, type WriteKind } from "./raw-level-batches.js";
+import { benchDocument } from "./network-documents.js";
 
 export interface NetworksBenchOptions {
   readonly quick: boolean;
@@ -58,7 +58,7 @@ function queryString(p: ListParams): string {
 }
 
 /**
- * The raw reference in its worker thread (test/networks/bench-raw-batches.ts), one request at a
+ * The raw reference in its worker thread (test/bench/raw-level-batches.ts), one request at a
  * time. The worker loads TypeScript through tsx's API: a worker does not inherit the loader that
  * `tsx` gave this thread.
  */
@@ -72,7 +72,7 @@ class RawReference {
   }
 
   static async open(dir: string): Promise<RawReference> {
-    const module = new URL("../networks/bench-raw-batches.ts", import.meta.url).href;
+    const module = new URL("./raw-level-batches.ts", import.meta.url).href;
     const boot = `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then(({ register }) => { register(); return import(${JSON.stringify(module)}); });`;
     const reference = new RawReference(new Worker(boot, { eval: true }));
     try {

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NetworkCatalog } from "../../src/networks/catalog.js";
 import type { NetworkInput } from "../../src/networks/model.js";
-import { benchDocument } from "../networks/bench-documents.js";
+import { benchDocument } from "./network-documents.js";
 import { onCleanup } from "./cleanup.js";
 import { ms, verdict, type Row } from "./report.js";
 import { sample, summarize } from "./stats.js";

@@ -162,10 +162,13 @@ describe("R server process", function () {
         lines.push((m as { line: string }).line);
         if (lines.length === 3) controller.abort();
       }
-    })();
+    })().then(
+      () => "completed",
+      (e: unknown) => e,
+    );
     await sleep(50);
     await session.eval(text("cat('next-1\\n'); message('next-2')"), "json");
-    await tail;
+    expect(await tail).to.equal(controller.signal.reason);
     expect(lines).to.deep.equal(["line-b", "next-1", "next-2"]);
     const once = await collect(
       rig.handlers.tailLog!({ $typeName: "rock.r.v1.TailLogRequest", limit: 2, follow: false }, ctxOf(admin)),

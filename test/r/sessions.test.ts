@@ -221,11 +221,17 @@ describe("R sessions and commands", function () {
       ctxOf(alice, controller.signal),
     );
     const events: string[] = [];
-    for await (const e of stream) {
-      events.push((e as { event: { case: string } }).event.case);
-      controller.abort();
-    }
+    const ended = await (async () => {
+      for await (const e of stream) {
+        events.push((e as { event: { case: string } }).event.case);
+        controller.abort();
+      }
+    })().then(
+      () => "completed",
+      (e: unknown) => e,
+    );
     expect(events).to.deep.equal(["output"]);
+    expect(ended).to.equal(controller.signal.reason);
     expect(await evalJson(id, "'alive'")).to.equal('"alive"');
   });
 });

@@ -77,20 +77,40 @@ describe("Channel", () => {
     expect(await collect(channel)).to.deep.equal([3, 4, 5]);
   });
 
-  it("ends at once when the consumer's signal aborts, queued items discarded", async () => {
+  it("ends at once with the signal's reason when the consumer's signal aborts, queued items discarded", async () => {
     const controller = new AbortController();
     const channel = new Channel<number>({ signal: controller.signal });
     channel.push(1);
     const it = channel[Symbol.asyncIterator]();
     expect(await it.next()).to.deep.equal({ value: 1, done: false });
     const waiting = it.next();
-    controller.abort();
-    expect(await waiting).to.deep.equal({ value: undefined, done: true });
+    const reason = new Error("deadline");
+    controller.abort(reason);
+    expect(await waiting.then(() => "resolved", (e: unknown) => e)).to.equal(reason);
     expect(channel.push(2)).to.equal(false);
 
-    const aborted = new Channel<number>({ signal: AbortSignal.abort() });
+    const queued = new AbortController();
+    const full = new Channel<number>({ signal: queued.signal });
+    full.push(1);
+    full.push(2);
+    queued.abort(reason);
+    expect(await collect(full).then(() => "resolved", (e: unknown) => e)).to.equal(reason);
+
+    const aborted = new Channel<number>({ signal: AbortSignal.abort(reason) });
     expect(aborted.push(1)).to.equal(false);
-    expect(await collect(aborted)).to.deep.equal([]);
+    expect(await collect(aborted).then(() => "resolved", (e: unknown) => e)).to.equal(reason);
+  });
+
+  it("ends quietly when the consumer stops iterating", async () => {
+    const channel = new Channel<number>({ signal: new AbortController().signal });
+    channel.push(1);
+    channel.push(2);
+    for await (const item of channel) {
+      expect(item).to.equal(1);
+      break;
+    }
+    expect(channel.closed).to.equal(true);
+    expect(channel.push(3)).to.equal(false);
   });
 
   it("lets go of the signal once closed", () => {

@@ -1,13 +1,15 @@
 /**
- * Stopping and starting the real server process: SIGTERM drains (health NOT_SERVING, new work 503,
- * running calls finish, then R, LevelDB and the listener close and the process exits 0), a second
+ * Stopping and starting the real server process: SIGTERM drains (health NOT_SERVING, `/_check` 500,
+ * new work 503, running calls finish, then R, LevelDB and the listener close and the process exits 0), a second
  * signal or the drain time ends the drain, and a session asked for while R starts waits for it.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { expect } from "chai";
 import { HealthCheckResponse_ServingStatus as Status } from "../../gen/es/grpc/health/v1/health_pb.js";
+import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { Health } from "../../src/server/health.js";
 import { connectClient } from "../support/clients.js";
 import { basic } from "../support/server.js";
@@ -85,7 +87,7 @@ describe("stopping on SIGTERM", function () {
     server = undefined;
   });
 
-  it("drains: NOT_SERVING and 503 at once, the running eval completes, then R ends and the process exits 0", async () => {
+  it("drains: NOT_SERVING, /_check 500 and new work 503 at once, the running eval completes, then R ends and the process exits 0", async () => {
     const started = await serverEvaluating({}, "Sys.sleep(2); 42");
     server = started.server;
     const health = connectClient(Health, server.port, "grpc");
@@ -102,8 +104,18 @@ describe("stopping on SIGTERM", function () {
 
     const signalled = Date.now();
     process.kill(server.pid, "SIGTERM");
-    await untilAnswers(server.url, "/_check", 503, 1_000);
-    expect(Date.now() - signalled, "503 at once").to.be.lessThan(1_000);
+    // `/_check` answers 200 or 500 (reference-behaviour §1.5, Decision): no 503 there, no Retry-After.
+    await untilAnswers(server.url, "/_check", 500, 1_000);
+    expect(Date.now() - signalled, "500 at once").to.be.lessThan(1_000);
+    const check = await rest(server, "GET", "/_check");
+    expect([check.status, check.headers.get("retry-after")]).to.deep.equal([500, null]);
+    expect(JSON.parse(check.text)).to.deep.equal({ status: "500", key: "internal", args: [], message: "The service is stopping" });
+    const grpcCheck = await connectClient(RService, server.port, "grpc").check({}).then(() => Code.Unknown, (e: unknown) => ConnectError.from(e).code);
+    expect(Code[grpcCheck]).to.equal(Code[Code.Internal]);
+    // `/_info` lists 200 and 500 only; what it says stays true while the service stops.
+    const info = await rest(server, "GET", "/_info");
+    expect(info.status, info.text).to.equal(200);
+    expect((JSON.parse(info.text) as { type: string }).type).to.equal("rock");
     expect((await health.check({ service: "" })).status).to.equal(Status.NOT_SERVING);
     expect((await health.check({ service: "rock.networks.v1.NetworkService" })).status).to.equal(Status.NOT_SERVING);
     expect(Object.values((await health.list({})).statuses).map((s) => s.status)).to.satisfy((all: Status[]) => all.length > 0 && all.every((s) => s === Status.NOT_SERVING));
@@ -135,7 +147,7 @@ describe("stopping on SIGTERM", function () {
     const started = await serverEvaluating({}, "Sys.sleep(30); 1");
     server = started.server;
     process.kill(server.pid, "SIGTERM");
-    await untilAnswers(server.url, "/_check", 503, 1_000);
+    await untilAnswers(server.url, "/_check", 500, 1_000);
     await new Promise((r) => setTimeout(r, 500));
     expect(server.log()).not.to.match(/drain/);
     const again = Date.now();

@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import * as grpcJs from "@grpc/grpc-js";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { loadConfig } from "../../src/config/load.js";
 import { createLogger } from "../../src/server/logger.js";
@@ -178,6 +179,21 @@ describe("service log", function () {
     expect(lines.at(-1)).to.include({ level: "warn", msg: "call refused: limit reached" });
     expect(log.text).not.to.include("query-secret-1");
     expect(log.text).not.to.include(PASSWORD);
+  });
+
+  it("has a line for a gRPC call of a method the server does not have", async () => {
+    const client = new grpcJs.Client(`127.0.0.1:${server.port}`, grpcJs.credentials.createInsecure());
+    try {
+      const error = await new Promise<grpcJs.ServiceError | null>((resolve) =>
+        client.makeUnaryRequest("/rock.r.v1.RService/NoSuchMethod", (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(3), (e) => resolve(e)),
+      );
+      expect(error?.code).to.equal(grpcJs.status.UNIMPLEMENTED);
+    } finally {
+      client.close();
+    }
+    const line = log.lines().filter((l) => l.msg === "call").at(-1);
+    expect(line).to.include({ rpc: "unrouted", protocol: "grpc", request: "POST /rock.r.v1.RService/NoSuchMethod", status: "unimplemented", user: "anonymous" });
+    expect(line!.durationMs).to.be.a("number");
   });
 
   it("takes its level and format from log.level / ROCK_LOG_LEVEL and log.format / ROCK_LOG_FORMAT", () => {

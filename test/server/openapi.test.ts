@@ -128,6 +128,14 @@ describe("OpenAPI description", function () {
     expect(doc.paths["/r/sessions"]!.get!.security).to.deep.equal([{ basicAuth: [] }]);
     expect(doc.paths["/r/sessions"]!.post!.security).to.deep.equal([{ basicAuth: ["administrator"] }, { basicAuth: ["user"] }]);
     expect(doc.paths["/ws/draft/networks/_index"]!.put!.security).to.deep.equal([{ basicAuth: ["catalog-administrator"] }]);
+    // The index rebuilds refuse a caller without the role 401, as their contract says, and never 403.
+    for (const template of ["/ws/draft/networks/_index", "/ws/draft/network/{id}/_index"]) {
+      const op = doc.paths[template]!.put!;
+      expect(op.responses["401"], template).to.deep.equal({ $ref: "#/components/responses/UnauthenticatedOrNoRole" });
+      expect(op.responses, template).to.not.have.property("403");
+      expect(op.description, template).to.include("refused 401");
+    }
+    expect(doc.paths["/ws/draft/network/{id}/_publish"]!.put!.responses["403"]).to.deep.equal({ $ref: "#/components/responses/PermissionDenied" });
     expect(doc.paths["/r/sessions"]!.post!.description).to.include("**Roles**: `administrator` or `user`.");
     expect(doc.components.securitySchemes["basicAuth"]).to.include({ type: "http", scheme: "basic" });
   });
@@ -211,6 +219,9 @@ describe("OpenAPI description against the server", function () {
     expect((await call("GET", "/ws/draft/network/{id}", "/ws/draft/network/missing", as("editor"))).status).to.equal(404);
     expect((await call("GET", "/ws/draft/networks", "/ws/draft/networks", { user: "editor", password: "wrong" })).status).to.equal(401);
     expect((await call("POST", "/ws/draft/networks", "/ws/draft/networks", as("nobody", network))).status).to.equal(403);
+    expect((await call("PUT", "/ws/draft/network/{id}/_index", "/ws/draft/network/oa/_index", as("cadmin"))).status).to.equal(204);
+    expect((await call("PUT", "/ws/draft/networks/_index", "/ws/draft/networks/_index", as("cadmin"))).status).to.equal(200);
+    expect((await call("PUT", "/ws/draft/networks/_index", "/ws/draft/networks/_index", as("reviewer"))).status).to.equal(401);
     await call("DELETE", "/ws/draft/network/{id}/_publish", "/ws/draft/network/oa/_publish", as("reviewer"));
     await call("DELETE", "/ws/draft/network/{id}", "/ws/draft/network/oa", as("reviewer"));
   });

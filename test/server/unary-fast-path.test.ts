@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import http2 from "node:http2";
 import { gunzipSync, gzipSync } from "node:zlib";
-import { create, toBinary, toJsonString, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, toJsonString, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
-import { EvalRequestSchema, GetSessionRequestSchema } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { EvalRequestSchema, ExecuteRequestSchema, ExecuteResponseSchema, GetSessionRequestSchema } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { HealthCheckRequestSchema } from "../../gen/es/grpc/health/v1/health_pb.js";
 import { call, grpcClients, metadataFor, type GrpcClients } from "../support/clients.js";
 import { basic, startTestServer, type TestServer } from "../support/server.js";
@@ -272,6 +272,23 @@ describe("unary fast path against Connect-ES", function () {
   it("takes a deadline too far for a Node timer as no deadline at all (not as one already passed)", async () => {
     const { done } = rawEval("1+1", { "grpc-timeout": "99999999H" });
     assert.equal((await done).trailers["grpc-status"], "0");
+  });
+
+  it("takes such a deadline as none on Connect-ES's path too (a streaming call)", async () => {
+    const execute = create(ExecuteRequestSchema, { id: sessions.get(reference)!, script: { contentType: "application/x-rscript", data: Buffer.from("Sys.sleep(0.3); 1") } });
+    const a = await exchangeH2(reference.port, ask("/rock.r.v1.RService/Execute", "grpc", "proto", ExecuteRequestSchema, execute, { user: "user", extra: { "grpc-timeout": "99999999H" } }));
+    assert.equal(a.trailers["grpc-status"], "0", a.trailers["grpc-message"]);
+    const events = [];
+    for (let at = 0; at < a.body.length; at += 5 + a.body.readUInt32BE(at + 1)) {
+      events.push(fromBinary(ExecuteResponseSchema, a.body.subarray(at + 5, at + 5 + a.body.readUInt32BE(at + 1))).event);
+    }
+    assert.deepEqual(events.map((e) => e.case), ["json"], JSON.stringify(events));
+  });
+
+  it("ends a stream whose deadline passed with DEADLINE_EXCEEDED, not as if it had completed", async () => {
+    const execute = create(ExecuteRequestSchema, { id: sessions.get(reference)!, script: { contentType: "application/x-rscript", data: Buffer.from("Sys.sleep(5); 1") } });
+    const a = await exchangeH2(reference.port, ask("/rock.r.v1.RService/Execute", "grpc", "proto", ExecuteRequestSchema, execute, { user: "user", extra: { "grpc-timeout": "300m" } }));
+    assert.equal(a.trailers["grpc-status"], "4", a.trailers["grpc-message"]);
   });
 
   it("refuses a malformed grpc-timeout with INVALID_ARGUMENT", async () => {

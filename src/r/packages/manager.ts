@@ -59,7 +59,7 @@ export interface InstallRequest {
   readonly name: string;
   /** archive (default, alias cran), git (g), collection (coll). */
   readonly manager?: string;
-  /** Git reference; default master. */
+  /** Git reference; default master. Only git installs read it. */
   readonly ref?: string;
 }
 
@@ -150,8 +150,7 @@ export class PackageManager {
     const source: PackageSource = parseSource(request.manager ?? "");
     if (source !== "git") {
       validatePackageName(request.name);
-      // Clients send a ref with every install; it means nothing here, but junk is still refused.
-      validateGitRef(request.ref ?? "");
+      // `ref` "applies only to the git repository type" (r-execution-service §4): ignored, it never reaches R.
       return { ROCK_PKG_OP: "install", ROCK_PKG_SOURCE: source, ROCK_PKG_NAME: request.name, ROCK_PKG_PACKAGE: request.name };
     }
     const repository = parseGitName(request.name, this.options.gitOrganization);

@@ -119,8 +119,14 @@ export function createPackageHandlers(manager: PackageOperations): PackageHandle
         () => lines.close(),
         () => lines.close(),
       );
-      for await (const line of lines) {
-        yield { event: { case: "line", value: line } };
+      try {
+        for await (const line of lines) {
+          yield { event: { case: "line", value: line } };
+        }
+      } catch (left) {
+        // The caller left: the call ends once R and what it started are gone and their files removed.
+        await operation.catch(() => undefined);
+        throw left;
       }
       const version = await operation;
       yield { event: { case: "installedVersion", value: version } };

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rock/options/v1/access.proto.
  */
 export const file_rock_options_v1_access: GenFile = /*@__PURE__*/
-  fileDesc("Chxyb2NrL29wdGlvbnMvdjEvYWNjZXNzLnByb3RvEg9yb2NrLm9wdGlvbnMudjEiJwoGQWNjZXNzEg4KBnB1YmxpYxgBIAEoCBINCgVyb2xlcxgCIAMoCSIdCgtGaWVsZFNvdXJjZRIOCgZoZWFkZXIYASABKAk6UQoGYWNjZXNzEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYtIcDIAEoCzIXLnJvY2sub3B0aW9ucy52MS5BY2Nlc3NSBmFjY2VzczpVCgZzb3VyY2USHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLWHAyABKAsyHC5yb2NrLm9wdGlvbnMudjEuRmllbGRTb3VyY2VSBnNvdXJjZWIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("Chxyb2NrL29wdGlvbnMvdjEvYWNjZXNzLnByb3RvEg9yb2NrLm9wdGlvbnMudjEiRwoGQWNjZXNzEg4KBnB1YmxpYxgBIAEoCBINCgVyb2xlcxgCIAMoCRIeChZyZWZ1c2VfdW5hdXRoZW50aWNhdGVkGAMgASgIIh0KC0ZpZWxkU291cmNlEg4KBmhlYWRlchgBIAEoCTpRCgZhY2Nlc3MSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi0hwMgASgLMhcucm9jay5vcHRpb25zLnYxLkFjY2Vzc1IGYWNjZXNzOlUKBnNvdXJjZRIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYtYcDIAEoCzIcLnJvY2sub3B0aW9ucy52MS5GaWVsZFNvdXJjZVIGc291cmNlYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * Who may call an RPC. The auth interceptor reads this option from the method descriptor, so the
@@ -35,6 +35,15 @@ export type Access = Message<"rock.options.v1.Access"> & {
    * @generated from field: repeated string roles = 2;
    */
   roles: string[];
+
+  /**
+   * A caller without one of the roles is refused UNAUTHENTICATED (401) instead of PERMISSION_DENIED
+   * (403), where a contract says so (the catalogue's index rebuilds: "401: no permission"). The 401
+   * carries the same Basic challenge as a missing login, so a client may retry as another user.
+   *
+   * @generated from field: bool refuse_unauthenticated = 3;
+   */
+  refuseUnauthenticated: boolean;
 };
 
 /**

@@ -1365,7 +1365,7 @@ export type InstallPackageRequest = Message<"rock.r.v1.InstallPackageRequest"> &
   manager: string;
 
   /**
-   * Git reference; default master.
+   * Git reference; default master. Ignored by the other managers.
    *
    * @generated from field: string ref = 3;
    */
@@ -1621,7 +1621,8 @@ export const RService: GenService<{
     output: typeof GetInfoResponseSchema;
   },
   /**
-   * 200 when the R server runs and a session can be served; 500 otherwise.
+   * 200 when the R server runs and a session can be served; 500 otherwise, and once the service is
+   * stopping.
    *
    * @generated from rpc rock.r.v1.RService.Check
    */

@@ -23,6 +23,12 @@ export interface Access {
    * rules are then the handler's).
    */
   roles: string[];
+  /**
+   * A caller without one of the roles is refused UNAUTHENTICATED (401) instead of PERMISSION_DENIED
+   * (403), where a contract says so (the catalogue's index rebuilds: "401: no permission"). The 401
+   * carries the same Basic challenge as a missing login, so a client may retry as another user.
+   */
+  refuseUnauthenticated: boolean;
 }
 
 /**
@@ -35,7 +41,7 @@ export interface FieldSource {
 }
 
 function createBaseAccess(): Access {
-  return { public: false, roles: [] };
+  return { public: false, roles: [], refuseUnauthenticated: false };
 }
 
 export const Access: MessageFns<Access> = {
@@ -45,6 +51,9 @@ export const Access: MessageFns<Access> = {
     }
     for (const v of message.roles) {
       writer.uint32(18).string(v!);
+    }
+    if (message.refuseUnauthenticated !== false) {
+      writer.uint32(24).bool(message.refuseUnauthenticated);
     }
     return writer;
   },
@@ -78,6 +87,14 @@ export const Access: MessageFns<Access> = {
             message.roles.push(reader.string());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.refuseUnauthenticated = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -94,6 +111,11 @@ export const Access: MessageFns<Access> = {
     return {
       public: isSet(object.public) ? globalThis.Boolean(object.public) : false,
       roles: globalThis.Array.isArray(object?.roles) ? object.roles.map((e: any) => globalThis.String(e)) : [],
+      refuseUnauthenticated: isSet(object.refuseUnauthenticated)
+        ? globalThis.Boolean(object.refuseUnauthenticated)
+        : isSet(object.refuse_unauthenticated)
+        ? globalThis.Boolean(object.refuse_unauthenticated)
+        : false,
     };
   },
 
@@ -105,6 +127,9 @@ export const Access: MessageFns<Access> = {
     if (message.roles?.length) {
       obj.roles = message.roles;
     }
+    if (message.refuseUnauthenticated !== false) {
+      obj.refuseUnauthenticated = message.refuseUnauthenticated;
+    }
     return obj;
   },
 
@@ -115,6 +140,7 @@ export const Access: MessageFns<Access> = {
     const message = createBaseAccess();
     message.public = object.public ?? false;
     message.roles = object.roles?.map((e) => e) || [];
+    message.refuseUnauthenticated = object.refuseUnauthenticated ?? false;
     return message;
   },
 };

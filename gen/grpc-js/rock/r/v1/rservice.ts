@@ -364,7 +364,7 @@ export interface InstallPackageRequest {
   name: string;
   /** archive (default, alias cran), git (g), collection (coll). */
   manager: string;
-  /** Git reference; default master. */
+  /** Git reference; default master. Ignored by the other managers. */
   ref: string;
 }
 
@@ -6087,7 +6087,10 @@ export const RServiceService = {
     responseSerialize: (value: GetInfoResponse): Buffer => Buffer.from(GetInfoResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetInfoResponse => GetInfoResponse.decode(value),
   },
-  /** 200 when the R server runs and a session can be served; 500 otherwise. */
+  /**
+   * 200 when the R server runs and a session can be served; 500 otherwise, and once the service is
+   * stopping.
+   */
   check: {
     path: "/rock.r.v1.RService/Check" as const,
     requestStream: false as const,
@@ -6417,7 +6420,10 @@ export const RServiceService = {
 
 export interface RServiceServer extends UntypedServiceImplementation {
   getInfo: handleUnaryCall<GetInfoRequest, GetInfoResponse>;
-  /** 200 when the R server runs and a session can be served; 500 otherwise. */
+  /**
+   * 200 when the R server runs and a session can be served; 500 otherwise, and once the service is
+   * stopping.
+   */
   check: handleUnaryCall<CheckRequest, CheckResponse>;
   listSessions: handleUnaryCall<ListSessionsRequest, ListSessionsResponse>;
   createSession: handleUnaryCall<CreateSessionRequest, CreateSessionResponse>;
@@ -6495,7 +6501,10 @@ export interface RServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetInfoResponse) => void,
   ): ClientUnaryCall;
-  /** 200 when the R server runs and a session can be served; 500 otherwise. */
+  /**
+   * 200 when the R server runs and a session can be served; 500 otherwise, and once the service is
+   * stopping.
+   */
   check(
     request: CheckRequest,
     callback: (error: ServiceError | null, response: CheckResponse) => void,

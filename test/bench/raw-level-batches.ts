@@ -12,7 +12,7 @@ import type { NetworkState, RevisionRecord } from "../../src/networks/model.js";
 import { indexEntryOf } from "../../src/networks/search/search-entry.js";
 import * as machine from "../../src/networks/state-machine.js";
 import { keyPrefixes, revisionKey, type KeyPrefixes, type PutOperation } from "../../src/networks/store.js";
-import { benchDocument as doc } from "./bench-documents.js";
+import { benchDocument as doc } from "./network-documents.js";
 
 export type WriteKind = "create" | "update" | "publish";
 
