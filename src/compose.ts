@@ -31,7 +31,6 @@ import { readTlsCredentials } from "./listener/tls.js";
 
 export interface Rock {
   readonly port: number;
-  readonly engine: REngine;
   /** Serving, draining, stopped: shutdown.ts drains it before close(). */
   readonly lifecycle: ServiceLifecycle;
   /** Stops at once: calls still running are cut. */
@@ -141,7 +140,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       lifecycle.cut();
       await cleanup();
     };
-    return { port: server.port, engine, lifecycle, close };
+    return { port: server.port, lifecycle, close };
   } catch (e) {
     await cleanup();
     throw e;

@@ -23,46 +23,27 @@ export const FAULT_ANSWERS: Readonly<Record<FaultKind, { readonly code: Code; re
 };
 
 /**
- * The HTTP status of an error that is not a fault (Connect's own, the transports'): the mapping
- * Connect, vanguard-go and grpc-gateway agree on.
+ * Each code's usual HTTP status, for an error that is not a fault (Connect's own, the transports'):
+ * the mapping Connect, vanguard-go and grpc-gateway agree on; and its name as the Connect protocol
+ * spells it (the REST error `key`, the log's `code`).
  */
-const CODE_STATUS: Readonly<Record<Code, number>> = {
-  [Code.Canceled]: 499,
-  [Code.Unknown]: 500,
-  [Code.InvalidArgument]: 400,
-  [Code.DeadlineExceeded]: 504,
-  [Code.NotFound]: 404,
-  [Code.AlreadyExists]: 409,
-  [Code.PermissionDenied]: 403,
-  [Code.ResourceExhausted]: 429,
-  [Code.FailedPrecondition]: 400,
-  [Code.Aborted]: 409,
-  [Code.OutOfRange]: 400,
-  [Code.Unimplemented]: 501,
-  [Code.Internal]: 500,
-  [Code.Unavailable]: 503,
-  [Code.DataLoss]: 500,
-  [Code.Unauthenticated]: 401,
-};
-
-/** Code names as the Connect protocol spells them: the REST error `key`, the log's `code`. */
-const CODE_NAME: Readonly<Record<Code, string>> = {
-  [Code.Canceled]: "canceled",
-  [Code.Unknown]: "unknown",
-  [Code.InvalidArgument]: "invalid_argument",
-  [Code.DeadlineExceeded]: "deadline_exceeded",
-  [Code.NotFound]: "not_found",
-  [Code.AlreadyExists]: "already_exists",
-  [Code.PermissionDenied]: "permission_denied",
-  [Code.ResourceExhausted]: "resource_exhausted",
-  [Code.FailedPrecondition]: "failed_precondition",
-  [Code.Aborted]: "aborted",
-  [Code.OutOfRange]: "out_of_range",
-  [Code.Unimplemented]: "unimplemented",
-  [Code.Internal]: "internal",
-  [Code.Unavailable]: "unavailable",
-  [Code.DataLoss]: "data_loss",
-  [Code.Unauthenticated]: "unauthenticated",
+const CODES: Readonly<Record<Code, { readonly status: number; readonly name: string }>> = {
+  [Code.Canceled]: { status: 499, name: "canceled" },
+  [Code.Unknown]: { status: 500, name: "unknown" },
+  [Code.InvalidArgument]: { status: 400, name: "invalid_argument" },
+  [Code.DeadlineExceeded]: { status: 504, name: "deadline_exceeded" },
+  [Code.NotFound]: { status: 404, name: "not_found" },
+  [Code.AlreadyExists]: { status: 409, name: "already_exists" },
+  [Code.PermissionDenied]: { status: 403, name: "permission_denied" },
+  [Code.ResourceExhausted]: { status: 429, name: "resource_exhausted" },
+  [Code.FailedPrecondition]: { status: 400, name: "failed_precondition" },
+  [Code.Aborted]: { status: 409, name: "aborted" },
+  [Code.OutOfRange]: { status: 400, name: "out_of_range" },
+  [Code.Unimplemented]: { status: 501, name: "unimplemented" },
+  [Code.Internal]: { status: 500, name: "internal" },
+  [Code.Unavailable]: { status: 503, name: "unavailable" },
+  [Code.DataLoss]: { status: 500, name: "data_loss" },
+  [Code.Unauthenticated]: { status: 401, name: "unauthenticated" },
 };
 
 /**
@@ -95,7 +76,7 @@ export function httpStatusOf(err: ConnectError): number {
 
 /** The usual HTTP status of a code. */
 export function codeStatus(code: Code): number {
-  return CODE_STATUS[code] ?? 500;
+  return CODES[code]?.status ?? 500;
 }
 
 /** The code an error answers with; anything neither a ConnectError nor a fault is internal. */
@@ -106,5 +87,5 @@ export function codeOf(err: unknown): Code {
 
 /** `ok`, or the code's name as the Connect protocol spells it (`resource_exhausted`). */
 export function codeName(code: Code | undefined): string {
-  return code === undefined ? "ok" : (CODE_NAME[code] ?? "unknown");
+  return code === undefined ? "ok" : (CODES[code]?.name ?? "unknown");
 }

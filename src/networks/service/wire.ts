@@ -43,16 +43,16 @@ function entityState(state: NetworkState, p: DocumentPermissions): MessageInitSh
   };
 }
 
+/** The logo fields a document and a message share, by the same names. */
+const LOGO_FIELDS = ["id", "fileName", "type", "lang", "size", "md5"] as const;
+
+/** The fields of `from` that are set; a document stored as JSON keeps no key of an absent field, so documents compare by content. */
+function setLogoFields(from: Pick<LogoDoc, (typeof LOGO_FIELDS)[number]>): Pick<LogoDoc, (typeof LOGO_FIELDS)[number]> {
+  return Object.fromEntries(LOGO_FIELDS.flatMap((k) => (from[k] === undefined ? [] : [[k, from[k]]])));
+}
+
 function logo(l: LogoDoc): MessageInitShape<typeof LogoSchema> {
-  return {
-    id: l.id,
-    fileName: l.fileName,
-    type: l.type,
-    lang: l.lang,
-    size: l.size,
-    md5: l.md5,
-    ...(l.created !== undefined ? { timestamps: { created: l.created } } : {}),
-  };
+  return { ...setLogoFields(l), ...(l.created !== undefined ? { timestamps: { created: l.created } } : {}) };
 }
 
 /** `lastUpdate` may be overridden to show a revision's date. */
@@ -95,17 +95,8 @@ function inputLocalized(list: readonly LocalizedString[]): LocalizedText[] {
 }
 
 function inputLogo(l: Logo): LogoDoc {
-  const fields: LogoDoc = {
-    id: l.id,
-    fileName: l.fileName,
-    type: l.type,
-    lang: l.lang,
-    size: l.size,
-    md5: l.md5,
-    created: l.timestamps?.created,
-  };
-  // Stored as JSON: keys of absent fields are dropped so documents compare by content.
-  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as LogoDoc;
+  const created = l.timestamps?.created;
+  return { ...setLogoFields(l), ...(created !== undefined ? { created } : {}) };
 }
 
 /** What the editor controls; permissions, timestamps, state and `published` are the server's. */
