@@ -1,5 +1,7 @@
+import type { IncomingHttpHeaders } from "node:http";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { createContextKey, type Code } from "@connectrpc/connect";
+import { pathOf } from "./request-path.js";
 
 /** The protocol a call came in with, as the access log and the metrics name it. */
 export type Protocol = "rest" | "grpc" | "grpc-web" | "connect";
@@ -60,4 +62,10 @@ export interface RefusedCall {
   readonly started: number;
   readonly bytesIn: number | undefined;
   readonly bytesOut: number | undefined;
+}
+
+/** What a refused call's record says of its request: method and path (never the query), declared body size. */
+export function refusedRequest(req: { readonly method?: string; readonly url?: string; readonly headers: IncomingHttpHeaders }): Pick<RefusedCall, "request" | "bytesIn"> {
+  const length = req.headers["content-length"];
+  return { request: `${req.method ?? "GET"} ${pathOf(req.url)}`, bytesIn: length === undefined ? undefined : Number(length) };
 }

@@ -15,7 +15,7 @@ import { encodeUnary, ndjsonLine } from "./response-writer.js";
 import type { Route, RouteTable } from "./route-table.js";
 import { readWholeBody } from "./read-body.js";
 import { uploadMessages } from "./upload-stream.js";
-import { ResponseMeter, responseMeterKey, type RefusedCall } from "./response-meter.js";
+import { refusedRequest, ResponseMeter, responseMeterKey, type RefusedCall } from "./response-meter.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 /** What the edge needs of an HTTP/1 or HTTP/2 response (their write() signatures differ). */
@@ -235,17 +235,13 @@ class MeteredResponse implements Res {
     this.finished = true;
     this.meter.finish();
     if (!this.refused || this.meter.observed) return;
-    const url = this.req.url ?? "/";
-    const q = url.indexOf("?");
-    const length = this.req.headers["content-length"];
     this.refused({
+      ...refusedRequest(this.req),
       method: this.rpc,
       protocol: "rest",
-      request: `${this.req.method ?? "GET"} ${q < 0 ? url : url.slice(0, q)}`,
       code: this.refusal ?? Code.Unknown,
       httpStatus: this.meter.status === 0 ? undefined : this.meter.status,
       started: this.started,
-      bytesIn: length === undefined ? undefined : Number(length),
       bytesOut: this.meter.bytesOut,
     });
   }

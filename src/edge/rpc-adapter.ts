@@ -17,6 +17,7 @@ import { ResponseMeter, responseMeterKey, type RefusedCall } from "./response-me
 import { encodeGrpcMessage } from "../rpc/grpc-message.js";
 import { answerUnknownMethod } from "../rpc/unary-fast-path.js";
 import { dropUnreadBody } from "./read-body.js";
+import { pathOf } from "./request-path.js";
 
 type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 
@@ -43,9 +44,7 @@ export function rpcAdapter(options: RpcAdapterOptions): NodeHandlerFn {
   const guard = { readMaxBytes: options.readMaxBytes ?? CONNECT_READ_MAX_BYTES, compressions };
   const handlers = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, guardUnaryDecoding(h, guard)]));
   return (req, res) => {
-    const url = req.url ?? "";
-    const q = url.indexOf("?");
-    const handler = handlers.get(q < 0 ? url : url.slice(0, q));
+    const handler = handlers.get(pathOf(req.url));
     if (!handler) return void (answerUnknownMethod(req, res as http2.Http2ServerResponse, options.refused) || options.fallback(req, res));
     dropUnreachableTimeout(req);
     if (req.httpVersionMajor === 2) specEncodedGrpcMessage(res as http2.Http2ServerResponse);

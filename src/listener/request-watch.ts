@@ -2,6 +2,7 @@ import type http from "node:http";
 import http2 from "node:http2";
 import { Code } from "@connectrpc/connect";
 import { restError } from "../edge/errors.js";
+import { pathOf } from "../edge/request-path.js";
 
 /** How long a request's body may take to arrive. */
 export interface BodyLimits {
@@ -75,12 +76,6 @@ export function watchHttp2(stream: http2.ServerHttp2Stream, headers: http2.Incom
 /** Per RFC 9112 a request has a body only if it says so. */
 function hasBody(h: http.IncomingHttpHeaders): boolean {
   return h["transfer-encoding"] !== undefined || (h["content-length"] !== undefined && h["content-length"] !== "0");
-}
-
-function pathOf(url: string | undefined): string {
-  const u = url ?? "/";
-  const q = u.indexOf("?");
-  return q < 0 ? u : u.slice(0, q);
 }
 
 function unrefTimeout(fn: () => void, ms: number): NodeJS.Timeout {

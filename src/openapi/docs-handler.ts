@@ -8,6 +8,7 @@ import { restError, type RestError } from "../edge/errors.js";
 import { openApiText } from "./document.js";
 import { DOCS_CSP, DOCS_HTML, DOCS_SCRIPT } from "./docs-page.js";
 import type { OpenApiDocument } from "./types.js";
+import { pathOf } from "../edge/request-path.js";
 
 type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 /** What this handler needs of an HTTP/1 or HTTP/2 response. */
@@ -45,9 +46,7 @@ export function withApiDocs(document: OpenApiDocument, next: NodeHandlerFn): Nod
     ]),
   ]);
   return (req, anyRes) => {
-    const url = req.url ?? "/";
-    const q = url.indexOf("?");
-    const load = routes.get(q < 0 ? url : url.slice(0, q));
+    const load = routes.get(pathOf(req.url));
     if (!load) return next(req, anyRes);
     const res = anyRes as unknown as Res;
     if (req.method !== "GET" && req.method !== "HEAD") {

@@ -8,9 +8,10 @@ import * as grpc from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { createCallContext, nodeHeaders, type CallContext } from "../edge/call-context.js";
 import { dropUnreadBody, readWholeBody } from "../edge/read-body.js";
-import { ResponseMeter, responseMeterKey, type RefusedCall } from "../edge/response-meter.js";
+import { refusedRequest, ResponseMeter, responseMeterKey, type RefusedCall } from "../edge/response-meter.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 import { envelope, ENVELOPE_HEADER_BYTES, isGrpcFamily, MethodCodec, singleEnvelope, wireOf, type Wire } from "./wire.js";
+import { pathOf } from "../edge/request-path.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 /** What the lean path needs of an HTTP/1 or HTTP/2 response (their write() signatures differ). */
@@ -71,9 +72,7 @@ export function createUnaryFastPath(opts: UnaryFastPathOptions): FastPath {
   return (req, anyRes) => {
     if (req.method !== "POST") return false;
     const res = anyRes as unknown as Res;
-    const url = req.url ?? "";
-    const q = url.indexOf("?");
-    const path = q < 0 ? url : url.slice(0, q);
+    const path = pathOf(req.url);
     const method = methods.get(path);
     if (!method) return false;
     const wire = wireOf(req.headers["content-type"], req.httpVersionMajor);
@@ -241,20 +240,9 @@ export function answerUnknownMethod(req: Req, anyRes: http.ServerResponse | http
   if (req.method !== "POST" || !isGrpcFamily(contentType)) return false;
   const wire = wireOf(contentType, req.httpVersionMajor);
   if (!wire) return false;
-  const path = (req.url ?? "").split("?")[0]!;
   req.resume();
-  const bytesOut = writeError(anyRes as unknown as Res, wire, new Headers(), new Headers(), new ConnectError(`${path} is not implemented`, Code.Unimplemented));
-  const length = req.headers["content-length"];
-  refused?.({
-    method: undefined,
-    protocol: wire.name,
-    request: `POST ${path}`,
-    code: Code.Unimplemented,
-    httpStatus: undefined,
-    started,
-    bytesIn: length === undefined ? undefined : Number(length),
-    bytesOut,
-  });
+  const bytesOut = writeError(anyRes as unknown as Res, wire, new Headers(), new Headers(), new ConnectError(`${pathOf(req.url)} is not implemented`, Code.Unimplemented));
+  refused?.({ ...refusedRequest(req), method: undefined, protocol: wire.name, code: Code.Unimplemented, httpStatus: undefined, started, bytesOut });
   return true;
 }
 

@@ -5,6 +5,7 @@ import { parseBasic, unauthenticated } from "../auth/basic.js";
 import type { UserDirectory } from "../auth/users.js";
 import { restError, toRestError, type RestError } from "../edge/errors.js";
 import { Fault } from "../errors/fault.js";
+import { pathOf } from "../edge/request-path.js";
 
 type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 interface Res {
@@ -25,9 +26,7 @@ const METRICS_ROLES = ["administrator", "manager"];
 export function withMetrics(registry: Registry, users: UserDirectory, onInternalError: (err: unknown) => void, next: NodeHandlerFn): NodeHandlerFn {
   if (registry === METRICS_OFF) return next;
   return (req, anyRes) => {
-    const url = req.url ?? "/";
-    const q = url.indexOf("?");
-    if ((q < 0 ? url : url.slice(0, q)) !== "/metrics") return next(req, anyRes);
+    if (pathOf(req.url) !== "/metrics") return next(req, anyRes);
     const res = anyRes as unknown as Res;
     if (req.method !== "GET") {
       return send(res, restError(Code.Unimplemented, `Method ${req.method} is not allowed here`, 405), { allow: "GET" });
