@@ -41,7 +41,9 @@ export type EngineEvent =
   | { readonly kind: "server-crashed"; readonly autoRestart: boolean }
   | { readonly kind: "session-opened"; readonly id: string; readonly user: string }
   | { readonly kind: "session-closed"; readonly id: string; readonly user: string }
-  | { readonly kind: "session-reaped"; readonly id: string; readonly user: string };
+  | { readonly kind: "session-reaped"; readonly id: string; readonly user: string }
+  /** A spare's process died while it waited in the pool; it is replaced at the next demand. */
+  | { readonly kind: "spare-died" };
 
 export interface EngineStatus {
   readonly running: boolean;
@@ -525,6 +527,7 @@ export class REngine {
         if (pooled) {
           this.removeSpare(pooled);
           void this.release(fork);
+          this.emit({ kind: "spare-died" });
         }
       });
     });

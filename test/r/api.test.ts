@@ -16,6 +16,7 @@ import type {
 } from "../../gen/grpc-js/rock/r/v1/rservice.js";
 import { basic, startTestServer, type TestServer } from "../support/server.js";
 import { connectClient, grpcClients, metadataFor, rest, type RestAnswer } from "../support/clients.js";
+import { createLogger } from "../../src/server/logger.js";
 import { alive, rscript, until } from "./support.js";
 
 const RSCRIPT = { "content-type": "application/x-rscript" };
@@ -93,10 +94,19 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
   this.timeout(120_000);
   let server: TestServer;
   let grpc: ReturnType<typeof grpcClients>;
+  /** Warnings of the service log, kept to wait on; written to stderr as usual but for the spares a test kills. */
+  const SPARE_DIED = "spare R session process died";
+  const warnings: string[] = [];
+  const destination = {
+    write: (line: string) => {
+      warnings.push(line);
+      if (!line.includes(SPARE_DIED)) process.stderr.write(line);
+    },
+  };
 
   before(async () => {
     // Tests keep their sessions open: no per-user session limit here (limits are tested on their own).
-    server = await startTestServer({ r: { startOnBoot: true, maxSessionsPerUser: 0 } });
+    server = await startTestServer({ r: { startOnBoot: true, maxSessionsPerUser: 0 }, logger: createLogger({ level: "warn", destination }) });
     grpc = grpcClients(server.port);
   });
   after(async () => {
@@ -480,8 +490,13 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
       // the spares are forked again.
       const spares = before.filter((pid) => pid !== serverPid && pid !== sessionPid);
       expect(spares).to.have.length(spareCount);
+      const died = () => warnings.filter((line) => line.includes(SPARE_DIED)).length;
+      const diedBefore = died();
       for (const pid of spares) process.kill(pid, "SIGKILL");
       await until(() => spares.every((pid) => !alive(pid)));
+      // Gone is not yet noticed: a check before the service noticed would leave the spares it had not
+      // noticed yet to be dropped after it, unreplaced until the next demand.
+      await until(() => died() === diedBefore + spares.length);
       expect((await rest(server.url, "GET", "/_check")).status).to.equal(200);
       await until(() => groupMembers(serverPid).length === before.length);
 
