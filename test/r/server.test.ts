@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { spawn } from "node:child_process";
 import { createServer, type Socket } from "node:net";
 import { decideIsolation, sessionsRoot } from "../../src/r/confine/isolation.js";
+import { parseUidRange } from "../../src/config/load.js";
 import { loopbackPeerUid } from "../../src/r/confine/peer.js";
 import { testSessionUids } from "../support/uids.js";
 import { ConsoleLog } from "../../src/r/console-log.js";
@@ -81,23 +82,28 @@ describe("R server process", function () {
 
   it("ends the spare sessions when R stops, after a crash and at close, and forks new ones at each start", async () => {
     rig = await startRig({ spareSessions: 2, autoRestart: true });
-    const sessionsDir = sessionsRoot(rig.config, rig.dataDir, decideIsolation(rig.config).isolated);
-    /** The spares of the running server once both are forked: their processes, uids and folders. */
+    const { isolated } = decideIsolation(rig.config);
+    const sessionsDir = sessionsRoot(rig.config, rig.dataDir, isolated);
+    const { first, last } = parseUidRange(rig.config.sessionUids);
+    const uidsOf = (pids: readonly number[]): number[] => processes().filter((p) => pids.includes(p.pid)).map((p) => p.uid);
+    /**
+     * The spares of the running server once both are forked and, when isolated, confined (a fork is
+     * still root until it takes its uid): their processes, uids and folders.
+     */
     const warm = async () => {
-      await until(() => sparesOf(rig!.engine.serverPid).length === 2 && readdirSync(sessionsDir).length === 2);
+      const confined = (pids: readonly number[]) => !isolated || uidsOf(pids).every((uid) => uid >= first && uid <= last);
+      await until(() => sparesOf(rig!.engine.serverPid).length === 2 && readdirSync(sessionsDir).length === 2 && confined(sparesOf(rig!.engine.serverPid)));
       const pids = sparesOf(rig!.engine.serverPid);
-      const uids = processes().filter((p) => pids.includes(p.pid)).map((p) => p.uid);
-      return { pids, uids, folders: readdirSync(sessionsDir) };
+      return { pids, uids: uidsOf(pids), folders: readdirSync(sessionsDir) };
     };
-    /** Nothing of `spares` is left: no process, no process of their uids, no folder. */
+    /** Nothing of `spares` is left: no process, no process of their uids (when they have their own), no folder. */
     const gone = async (spares: Awaited<ReturnType<typeof warm>>): Promise<void> => {
       await until(() => spares.pids.every((pid) => !alive(pid)));
-      await until(() => !processes().some((p) => spares.uids.includes(p.uid) && !p.zombie));
+      if (isolated) await until(() => !processes().some((p) => spares.uids.includes(p.uid) && !p.zombie));
       await until(() => !readdirSync(sessionsDir).some((name) => spares.folders.includes(name)));
     };
 
     const initial = await warm();
-    if (process.getuid?.() === 0) expect(initial.uids.every((uid) => uid !== 0)).to.equal(true);
     await rig.engine.stop();
     await gone(initial);
     expect(readdirSync(sessionsDir)).to.deep.equal([]);
