@@ -37,7 +37,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # `npm ci` refuses this lock file (see .ci/run: it cannot list @bufbuild/buf's macOS/Windows builds);
 # `npm install` installs the locked versions all the same.
-RUN npm install --omit=dev --no-audit --no-fund \
+# --ignore-scripts: the postinstall (rock-ts setup) provides R packages, done in the stages with R.
+RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
 # ---- runtime

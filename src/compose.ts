@@ -90,6 +90,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     fs.mkdirSync(scratch, { recursive: true });
     const packages = new PackageManager({
       rExecutable: config.r.executable,
+      setupLibrary: config.r.setupLibrary,
       ...(config.packages.library ? { library: config.packages.library } : {}),
       repos: config.packages.repos,
       gitHost: config.packages.gitHost,

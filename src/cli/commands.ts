@@ -2,12 +2,14 @@ import { readFileSync } from "node:fs";
 import { hashSecret } from "../auth/secrets.js";
 import type { Config } from "../config/config.js";
 import { loadConfig } from "../config/load.js";
+import { prepareService } from "../setup/service-prerequisites.js";
 import { missingCapabilitiesMessage, missingIsolationCapabilities } from "./capabilities.js";
 import { parseCommandLine, UsageError, type Command } from "./parse.js";
 import { readPassword } from "./password.js";
 
 const USAGE = `Usage: rock-ts [--config FILE]
        rock-ts hash-password
+       rock-ts setup [--config FILE]
        rock-ts --help | --version
 
 Without a command, starts the R execution service and the draft network catalogue (gRPC, gRPC-Web,
@@ -16,6 +18,10 @@ Connect and REST on one port) and serves until SIGTERM or SIGINT.
 Commands:
   hash-password      reads a password (piped on stdin, or typed twice at a prompt that does not
                      echo) and prints its stored form, {bcrypt}$2b$10$..., for a user's secret
+  setup              installs what the service needs from R and R's libraries lack (jsonlite; unix
+                     when sessions are isolated) into r.setupLibrary, compiling them; as root on
+                     Debian, installs a C compiler with apt first when there is none (npm install
+                     runs it; the start itself installs the R packages but never runs apt)
 
 Options:
   -c, --config FILE  the YAML configuration (default: the file ROCK_CONFIG names, else none);
@@ -66,6 +72,17 @@ export async function runCommandLine(argv: readonly string[], io: Streams = proc
       }
       if (password === "") return fail("the password is empty");
       io.stdout.write(`${await hashSecret(password)}\n`);
+      return exit(0);
+    }
+    case "setup": {
+      let config: Config;
+      try {
+        config = loadConfig(command.configFile);
+        const ready = await prepareService(config, { systemPackages: true, progress: (line) => io.stderr.write(`rock-ts setup: ${line}\n`) });
+        io.stderr.write(`rock-ts setup: R is ready (packages from ${ready.packages.repos.join(", ")})\n`);
+      } catch (e) {
+        return fail(`setup: ${(e as Error).message}`);
+      }
       return exit(0);
     }
     case "serve": {

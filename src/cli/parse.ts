@@ -5,7 +5,8 @@ export type Command =
   | { readonly kind: "serve"; readonly configFile?: string }
   | { readonly kind: "help" }
   | { readonly kind: "version" }
-  | { readonly kind: "hash-password" };
+  | { readonly kind: "hash-password" }
+  | { readonly kind: "setup"; readonly configFile?: string };
 
 /** A command line that means nothing: said with the usage hint, exit code 2. */
 export class UsageError extends Error {}
@@ -25,6 +26,10 @@ export function parseCommandLine(argv: readonly string[]): Command {
   if (command === undefined) {
     if (values.version) return { kind: "version" };
     return values.config === undefined ? { kind: "serve" } : { kind: "serve", configFile: values.config };
+  }
+  if (command === "setup") {
+    if (values.version) throw new UsageError("setup takes no option but --config and --help");
+    return values.config === undefined ? { kind: "setup" } : { kind: "setup", configFile: values.config };
   }
   if (command !== "hash-password") throw new UsageError(`unknown command '${command}'`);
   if (values.config !== undefined || values.version) throw new UsageError("hash-password takes no option but --help");

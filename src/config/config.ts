@@ -107,6 +107,12 @@ export interface RConfig {
    * folder when an isolated session could not reach the data folder (an ancestor without `o+x`).
    */
   readonly sessionsDir: string;
+  /**
+   * Where the start installs the R packages the service needs (jsonlite; unix when sessions are
+   * isolated) when R's own libraries lack them; appended to the R server's and package operations'
+   * `.libPaths()`, so it only fills gaps. Default: `r-library/` in the checkout.
+   */
+  readonly setupLibrary: string;
   /** Address space of each session process (RLIMIT_AS), in MiB; <= 0: no limit. */
   readonly sessionMemoryMb: number;
   /** Processes each isolated session may run at once (RLIMIT_NPROC of its uid); <= 0: no limit. */
@@ -136,7 +142,10 @@ export interface RConfig {
 export type IsolationMode = "auto" | "required";
 
 export interface PackagesConfig {
-  /** Repositories for install.packages / update.packages. */
+  /**
+   * Repositories for install.packages / update.packages (and the start's own installs); empty: R's
+   * own `getOption("repos")` (a site mirror or package manager), else https://cloud.r-project.org.
+   */
   readonly repos: readonly string[];
   /** Base URL of the git host (GitHub-compatible) for the `git` manager. */
   readonly gitHost: string;

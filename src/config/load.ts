@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
 import { parseSecret } from "../auth/secret-format.js";
 import type { Config, IsolationMode, LogFormat, LogLevel, UserConfig } from "./config.js";
@@ -28,6 +29,7 @@ export function defaults(): Config {
       isolation: "auto",
       sessionUids: "70000-70999",
       sessionsDir: "",
+      setupLibrary: fileURLToPath(new URL("../../r-library", import.meta.url)),
       sessionMemoryMb: 4096,
       sessionProcesses: 64,
       maxSessions: 100,
@@ -38,7 +40,7 @@ export function defaults(): Config {
       profile: "",
       startWaitSeconds: 30,
     },
-    packages: { repos: ["https://cloud.r-project.org"], gitHost: "https://github.com", gitOrganization: "datashield", library: "", timeoutSeconds: 3600 },
+    packages: { repos: [], gitHost: "https://github.com", gitOrganization: "datashield", library: "", timeoutSeconds: 3600 },
     limits: {
       maxBodyBytes: 64 * 1024 * 1024,
       maxUploadBytes: 16 * 1024 * 1024 * 1024,
@@ -245,6 +247,7 @@ function applyEnv(c: Config, env: Env): Config {
       isolation: (env.ROCK_R_ISOLATION ?? c.r.isolation) as IsolationMode,
       sessionUids: env.ROCK_R_SESSION_UIDS ?? c.r.sessionUids,
       sessionsDir: env.ROCK_R_SESSIONS_DIR ?? c.r.sessionsDir,
+      setupLibrary: path.resolve(env.ROCK_R_SETUP_LIBRARY ?? c.r.setupLibrary),
       sessionMemoryMb: num("ROCK_R_SESSION_MEMORY_MB", c.r.sessionMemoryMb),
       sessionProcesses: num("ROCK_R_SESSION_PROCESSES", c.r.sessionProcesses),
       maxSessions: num("ROCK_R_MAX_SESSIONS", c.r.maxSessions),

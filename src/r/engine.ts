@@ -194,6 +194,7 @@ export class REngine {
       log: (text) => this.log.append(text),
       tmpDir,
       isolated: this.options.isolated,
+      setupLibrary: this.options.config.setupLibrary,
       ...(library ? { library } : {}),
       ...(profile ? { profile } : {}),
     });

@@ -33,6 +33,11 @@ export interface RServerOptions {
   readonly tmpDir: string;
   /** A package library searched before R's own (so by every session forked from the server). */
   readonly library?: string;
+  /**
+   * Searched after R's own libraries (r.setupLibrary: the R packages the start installed there because
+   * R's libraries lacked them).
+   */
+  readonly setupLibrary?: string;
   /** Sessions are forked with an identity of their own (see SessionIdentity); needs root. */
   readonly isolated: boolean;
   /** A file of R code the R server runs before it forks any session (r.profile). */
@@ -147,7 +152,7 @@ export class RServerProcess {
       stream?.on("data", (text: string) => options.log(text));
     }
     child.stdin?.on("error", () => undefined);
-    child.stdin?.end(`${port}\n${token}\n${options.isolated ? 1 : 0}\n${options.profile ?? ""}\n`);
+    child.stdin?.end(`${port}\n${token}\n${options.isolated ? 1 : 0}\n${options.profile ?? ""}\n${options.setupLibrary ?? ""}\n`);
     try {
       const { socket, hello } = await new Promise<{ socket: Socket; hello: { version: string; pid: number } }>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error("R server did not start in time")), START_TIMEOUT_MS);

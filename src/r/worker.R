@@ -47,12 +47,15 @@ local({
 
   stdin_con <- file("stdin")
   open(stdin_con)
-  boot <- readLines(stdin_con, n = 4L)
+  boot <- readLines(stdin_con, n = 5L)
   close(stdin_con)
   port <- as.integer(boot[1L])
   server_token <- boot[2L]
   isolated <- identical(boot[3L], "1")
   profile <- if (length(boot) >= 4L) boot[4L] else ""
+  # r.setupLibrary: what the start installed because R's own libraries lacked it; searched last.
+  setup_library <- if (length(boot) >= 5L) boot[5L] else ""
+  if (nzchar(setup_library) && dir.exists(setup_library)) .libPaths(c(.libPaths(), setup_library))
   unix_missing <- isolated && !requireNamespace("unix", quietly = TRUE)
 
   jsonlite_ns <- loadNamespace("jsonlite")

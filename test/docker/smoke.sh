@@ -26,8 +26,9 @@ CAPS="${ROCK_SMOKE_CAPS-SETUID SETGID KILL CHOWN DAC_OVERRIDE FOWNER}"
 NAME="rock-ts-smoke-$$"
 VOLUME="rock-ts-smoke-$$"
 LABEL="rock-ts-smoke=$$"
-STARTED_DOCKERD=""
 WORK="$(mktemp -d)"
+# shellcheck source=test/docker/engine.sh
+. test/docker/engine.sh
 
 say() { printf '%s\n' "smoke: $*"; }
 ok() { printf 'ok %s\n' "$*"; }
@@ -45,30 +46,12 @@ cleanup() {
     docker volume rm "$VOLUME" >/dev/null 2>&1 || true
   fi
   rm -rf "$WORK"
-  if [ -n "$STARTED_DOCKERD" ]; then
-    kill "$STARTED_DOCKERD" 2>/dev/null || true
-    wait "$STARTED_DOCKERD" 2>/dev/null || true
-  fi
+  engine_down
 }
 trap cleanup EXIT
 
 # ---- a Docker engine: the running one, or dockerd started here (root, Debian's docker.io)
-command -v docker >/dev/null 2>&1 || skip "no docker client on PATH"
-if ! docker info >/dev/null 2>&1; then
-  if [ "${ROCK_SMOKE_DOCKERD:-1}" = 0 ] || [ "$(id -u)" != 0 ] || ! command -v dockerd >/dev/null 2>&1; then
-    skip "no Docker engine answers, and dockerd cannot be started here (needs root and dockerd)"
-  fi
-  for opts in "" "--iptables=false --storage-driver=vfs"; do
-    say "starting dockerd $opts (log: /tmp/rock-smoke-dockerd.log)"
-    # shellcheck disable=SC2086
-    dockerd $opts >/tmp/rock-smoke-dockerd.log 2>&1 &
-    STARTED_DOCKERD=$!
-    for _ in $(seq 30); do docker info >/dev/null 2>&1 && break; sleep 1; done
-    docker info >/dev/null 2>&1 && break
-    kill "$STARTED_DOCKERD" 2>/dev/null || true; wait "$STARTED_DOCKERD" 2>/dev/null || true; STARTED_DOCKERD=""
-  done
-  docker info >/dev/null 2>&1 || skip "dockerd did not start (see /tmp/rock-smoke-dockerd.log)"
-fi
+engine_up
 command -v curl >/dev/null 2>&1 || skip "curl is missing"
 
 # ---- the image

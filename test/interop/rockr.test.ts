@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import path from "node:path";
 import { execa } from "execa";
+import { defaults } from "../../src/config/load.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { createPackageWorld, type PackageWorld } from "../packages/fixtures.js";
 
@@ -8,7 +9,8 @@ const SCRIPT = path.resolve(import.meta.dirname, "rockr-client.R");
 
 async function runRockr(server: TestServer, part: string, env: Record<string, string> = {}) {
   const r = await execa("Rscript", ["--vanilla", SCRIPT], {
-    env: { ...env, ROCK_URL: server.url, ROCKR_PART: part },
+    // rockr is installed into the setup library by npm test when R's libraries lack it.
+    env: { ...env, R_LIBS: defaults().r.setupLibrary, ROCK_URL: server.url, ROCKR_PART: part },
     reject: false,
     timeout: 120_000,
   });

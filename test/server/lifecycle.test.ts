@@ -59,7 +59,12 @@ function alive(pid: number): boolean {
 /** A started server with R running, one session evaluating `script`, and the pids to look for afterwards. */
 async function serverEvaluating(env: Record<string, string>, script: string) {
   const server = await spawnRock({ ROCK_R_START: "true", ...env });
-  await untilAnswers(server.url, "/_check", 200);
+  try {
+    await untilAnswers(server.url, "/_check", 200);
+  } catch (e) {
+    await server.kill();
+    throw new Error(`${(e as Error).message}; the server said: ${server.log().slice(-2000)}`);
+  }
   const rServer = server.noteRServer();
   expect(rServer, "the R server's process group").to.be.a("number");
   const id = await newSession(server);

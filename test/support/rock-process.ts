@@ -39,6 +39,14 @@ export interface RockProcess {
   kill(): Promise<void>;
 }
 
+/** Every server spawned and not yet killed: test/support/hooks.ts kills what a failed test left. */
+const spawned = new Set<RockProcess>();
+
+/** Kills every server spawnRock started that is still there (mocha's root afterAll). */
+export async function killSpawnedRocks(): Promise<void> {
+  await Promise.all([...spawned].map((p) => p.kill()));
+}
+
 /** The user names are the passwords. */
 export const PROCESS_USERS = "admin:admin:administrator,manager;user:user:user";
 
@@ -77,7 +85,7 @@ export async function spawnRock(env: Readonly<Record<string, string>> = {}): Pro
     processes()
       .filter((p) => !p.zombie && (groups.has(p.pgrp) || (p.uid >= first && p.uid <= last)))
       .map((p) => p.pid);
-  return {
+  const rock: RockProcess = {
     pid,
     port,
     url: `http://127.0.0.1:${port}`,
@@ -87,6 +95,7 @@ export async function spawnRock(env: Readonly<Record<string, string>> = {}): Pro
     noteRServer,
     leftovers,
     async kill() {
+      spawned.delete(rock);
       if (child.exitCode === null && child.signalCode === null) {
         noteRServer();
         child.kill("SIGKILL");
@@ -97,6 +106,8 @@ export async function spawnRock(env: Readonly<Record<string, string>> = {}): Pro
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  spawned.add(rock);
+  return rock;
 }
 
 /** Polls GET `path` until it answers `status` (a refused connection counts as 0). */

@@ -16,6 +16,8 @@ export interface PackageManagerOptions {
   readonly rExecutable: string;
   /** Library to install into and remove from; listed first when reading. Default: R's first `.libPaths()`. */
   readonly library?: string;
+  /** r.setupLibrary: searched after R's own libraries (jsonlite may be there). */
+  readonly setupLibrary?: string;
   /** Repositories for the archive source and for updates; empty means R's `getOption("repos")`. */
   readonly repos: readonly string[];
   /**
@@ -184,6 +186,7 @@ export class PackageManager {
         ...options.env,
         ...env,
         ROCK_PKG_LIB: options.library ?? "",
+        ROCK_PKG_SETUP_LIB: options.setupLibrary ?? "",
         ROCK_PKG_REPOS: options.repos.join("\n"),
       },
       onLine: run.onLine,

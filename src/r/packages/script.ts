@@ -25,6 +25,8 @@ local({
   }
   write_rds <- function(x) writeBin(serialize(x, NULL), out_file)
 
+  setup_lib <- env("ROCK_PKG_SETUP_LIB")
+  if (nzchar(setup_lib) && dir.exists(setup_lib)) .libPaths(c(.libPaths(), setup_lib))
   lib <- env("ROCK_PKG_LIB")
   if (nzchar(lib)) {
     dir.create(lib, recursive = TRUE, showWarnings = FALSE)
@@ -38,6 +40,7 @@ local({
   writeLines(lib, env("ROCK_PKG_LIBRARY_FILE"))
   repos <- env_lines("ROCK_PKG_REPOS")
   if (length(repos) == 0) repos <- getOption("repos")
+  repos <- repos[nzchar(repos) & repos != "@CRAN@"]
   format <- env("ROCK_PKG_FORMAT")
 
   installed_version <- function(pkg) {
