@@ -1,10 +1,12 @@
+import type { ServiceImpl } from "@connectrpc/connect";
 import fs from "node:fs";
 import path from "node:path";
 import { authInterceptor } from "./auth/interceptor.js";
+import { networkMatcher } from "./auth/open-networks.js";
 import { bootstrapUsers } from "./auth/bootstrap.js";
 import { UserDirectory } from "./auth/users.js";
 import type { Config } from "./config/config.js";
-import { registerService } from "./edge/service-registry.js";
+import { registerService, wrapMethods, type RegisteredService } from "./edge/service-registry.js";
 import { restStyleOf } from "./rest-contracts.js";
 import { NetworkService } from "../gen/es/rock/networks/v1/networks_pb.js";
 import { RService } from "../gen/es/rock/r/v1/rservice_pb.js";
@@ -28,6 +30,13 @@ import { createLogger, type Logger } from "./server/logger.js";
 import { METRICS_OFF } from "./server/metrics-handler.js";
 import { ServiceMetrics } from "./server/metrics.js";
 import { readTlsCredentials } from "./listener/tls.js";
+import { OpalRegistration } from "./cluster/opal-registration.js";
+import { forwardingMethods } from "./cluster/forwarding.js";
+import { parsePeers, PeerTable } from "./cluster/peers.js";
+import { clusterFanOut, clusterRoute } from "./cluster/routing.js";
+import { catalogueServedElsewhere } from "./cluster/served-elsewhere.js";
+import { taggedSessionId } from "./cluster/session-ids.js";
+import { registrationLog } from "./server/registration-log.js";
 
 export interface Rock {
   readonly port: number;
@@ -53,8 +62,10 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
   const logger = opts.logger ?? createLogger(config.log);
   // First: a wrong certificate file refuses the start before anything is created.
   const tls = readTlsCredentials(config.tls);
+  const peers = new PeerTable(config.node.id, parsePeers(config.cluster.peers), config.cluster.catalogNode);
   const isolation = decideIsolation(config.r);
   if (isolation.warning) logger.warn(isolation.warning);
+  for (const warning of [...config.warnings, ...securityWarnings(config)]) logger.warn(warning);
   if (isolation.isolated && config.configFile) assertPrivateConfig(config.configFile);
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const announce = opts.announce ?? ((t: string) => process.stdout.write(t + "\n"));
@@ -76,6 +87,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       sessionsDir,
       isolated: isolation.isolated,
       log,
+      newSessionId: () => taggedSessionId(peers.selfTag),
       ...(config.packages.library ? { library: config.packages.library } : {}),
       onEvent: (event) => {
         logEngine(event);
@@ -85,6 +97,9 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     // After the engine: its gauges read it.
     if (config.metrics.enabled) metrics = new ServiceMetrics({ sessions: () => sessionCounts(engine) });
     const callSinks = [...(config.log.level === "silent" ? [] : [accessLog(logger)]), ...(metrics ? [metrics.recordCall] : [])];
+    // Rock unregisters once R stopped: the cleanups run in reverse, so this one after the engine's.
+    let opal: OpalRegistration | undefined;
+    cleanups.push(() => opal?.stop());
     cleanups.push(() => engine.close());
     const scratch = path.join(config.dataDir, "packages-tmp");
     fs.mkdirSync(scratch, { recursive: true });
@@ -99,23 +114,34 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       scratchDir: scratch,
       timeoutSeconds: config.packages.timeoutSeconds,
     });
-    const catalog = await NetworkCatalog.open(path.join(config.dataDir, "networks"));
-    cleanups.push(() => catalog.close());
+    // One LevelDB, one writer: a node whose catalogue another serves opens none.
+    const catalogNode = peers.catalogue();
+    let networkHandlers: ServiceImpl<typeof NetworkService>;
+    if (catalogNode) networkHandlers = catalogueServedElsewhere(catalogNode.id);
+    else {
+      const catalog = await NetworkCatalog.open(path.join(config.dataDir, "networks"));
+      cleanups.push(() => catalog.close());
+      networkHandlers = createNetworkServiceHandlers(catalog);
+    }
     const lifecycle = new ServiceLifecycle({ drainMs: config.server.drainSeconds * 1000, busy: () => engine.busy });
     protectDataFolder(config.dataDir, [sessionsDir, ...(config.packages.library ? [config.packages.library] : [])]);
 
+    // With peers, each handler passes on the calls another node must serve (after every interceptor:
+    // only callers this node authenticated are passed on).
+    const forward = config.cluster.peers.length > 0 ? forwardingMethods(config.node.id, peers.others(), clusterRoute(peers), clusterFanOut) : undefined;
+    const clustered = (services: RegisteredService[]): RegisteredService[] => (forward ? services.map((s) => wrapMethods(s, forward)) : services);
     const server = await startServer({
       port: config.port,
       host: config.host,
       tls,
-      services: [
+      services: clustered([
         registerService(
           RService,
           createRServiceHandlers({ engine, node: config.node, r: config.r, maxUploadBytes: config.limits.maxUploadBytes, packages }),
           restStyleOf(RService),
         ),
-        registerService(NetworkService, createNetworkServiceHandlers(catalog), restStyleOf(NetworkService)),
-      ],
+        registerService(NetworkService, networkHandlers, restStyleOf(NetworkService)),
+      ]),
       interceptors: [
         // Nothing reads the calls with the log silent and metrics off: not even timed then.
         ...(callSinks.length === 0 ? [] : [callObserver({ namesSession: (m) => m.parent === RService && m.input.fields.some((f) => f.name === "id"), sinks: callSinks })]),
@@ -123,7 +149,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
         // the observer, which records the answer the client gets.
         faultConversion,
         drainGate(lifecycle, drainPolicy),
-        authInterceptor(users),
+        authInterceptor(users, config.auth.securityEnabled ? undefined : networkMatcher(config.auth.openNetworks)),
       ],
       maxBodyBytes: config.limits.maxBodyBytes,
       maxUploadBytes: config.limits.maxUploadBytes,
@@ -137,6 +163,8 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     // Without R the catalogue still serves; /_check then answers 500 until R runs.
     // A failed start is logged by the engine's event.
     await engine.boot().catch(() => undefined);
+    opal = opalRegistration(config, logger, metrics);
+    opal?.start();
     const close = async () => {
       lifecycle.cut();
       await cleanup();
@@ -151,4 +179,35 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
 function sessionCounts(engine: REngine): { total: number; busy: number } {
   const sessions = engine.sessions();
   return { total: sessions.length, busy: sessions.filter((s) => s.busy).length };
+}
+
+/** auth.securityEnabled false is never silent: said at every start, with whom it opens the service to. */
+function securityWarnings(config: Config): string[] {
+  if (config.auth.securityEnabled) return [];
+  if (config.auth.openNetworks.length === 0) {
+    return ["ROCK_SECURITY_ENABLED=false alone changes nothing: every call still needs credentials. To serve calls without credentials from a trusted network only (a pod network), also set ROCK_SECURITY_OPEN_NETWORKS (README, Security model)"];
+  }
+  return [`AUTHENTICATION IS OFF for clients in ${config.auth.openNetworks.join(", ")} (ROCK_SECURITY_ENABLED=false): they are served as an administrator of the R service without credentials; every other client authenticates`];
+}
+
+/** The node's registration with Opal when opal.server is set and the node has a public URL to be called back at. */
+function opalRegistration(config: Config, logger: Logger, metrics: ServiceMetrics | undefined): OpalRegistration | undefined {
+  const { opal, node } = config;
+  if (opal.server === "") return undefined;
+  if (node.publicUrl === undefined) {
+    logger.warn("ROCK_OPAL_SERVER is set but not ROCK_SERVER (node.publicUrl), the URL Opal calls this node at: not registering with Opal", { opal: opal.server });
+    return undefined;
+  }
+  const log = registrationLog(logger, opal.server, opal.retrySeconds);
+  return new OpalRegistration({
+    opal: opal.server,
+    token: opal.token,
+    app: { name: node.id, cluster: node.cluster, tags: node.tags, server: node.publicUrl },
+    retryMs: opal.retrySeconds * 1000,
+    refreshMs: opal.refreshSeconds * 1000,
+    onOutcome: (outcome) => {
+      log(outcome);
+      metrics?.recordRegistration(outcome);
+    },
+  });
 }

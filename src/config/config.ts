@@ -19,6 +19,39 @@ export interface Config {
   readonly server: ServerConfig;
   readonly log: LogConfig;
   readonly metrics: MetricsConfig;
+  readonly opal: OpalConfig;
+  readonly cluster: ClusterConfig;
+  /**
+   * What the configuration accepted but this server does differently (Rock's variables without an
+   * equivalent here): said as warnings at start.
+   */
+  readonly warnings: readonly string[];
+}
+
+/** Several nodes behind one address (README "Several nodes"). */
+export interface ClusterConfig {
+  /**
+   * The nodes of the cluster as `id=url` (this node's own entry may be listed): a call for a session
+   * another of them holds, or for the catalogue, is passed on to it. Empty: the node stands alone.
+   */
+  readonly peers: readonly string[];
+  /** The id of the node that serves the catalogue (one LevelDB, one writer); empty: this node. */
+  readonly catalogNode: string;
+}
+
+/** Self-registration with Opal (Rock 2.x's `opal.*`), README "Several nodes". */
+export interface OpalConfig {
+  /** Opal's base URL; set, the node registers itself there (it needs node.publicUrl to). Empty: no registration. */
+  readonly server: string;
+  /** Opal's application token, sent as X-App-Auth; empty: the header is not sent. */
+  readonly token: string;
+  /** After a failed attempt, the wait before the next one. */
+  readonly retrySeconds: number;
+  /**
+   * After a registration, the wait before registering again: Opal keeps one entry per node, and drops a
+   * node whose call-back failed, which comes back this way.
+   */
+  readonly refreshSeconds: number;
 }
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -189,4 +222,12 @@ export interface AuthConfig {
   readonly hashWorkers: number;
   /** Password checks that may wait for a thread; past it attempts get 429. */
   readonly hashQueue: number;
+  /**
+   * false (Rock's ROCK_SECURITY_ENABLED=false, as Opal's Kubernetes pods set it): calls from the
+   * addresses of `openNetworks` are served without checking credentials, as an administrator; every
+   * other caller still authenticates. Never open to anyone else.
+   */
+  readonly securityEnabled: boolean;
+  /** Client networks (CIDR, IPv4 or IPv6) served without credentials when securityEnabled is false. */
+  readonly openNetworks: readonly string[];
 }

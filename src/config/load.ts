@@ -3,6 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
+import { parseNetwork } from "../auth/open-networks.js";
+import { parsePeers, PeerTable } from "../cluster/peers.js";
 import { parseSecret } from "../auth/secret-format.js";
 import type { Config, IsolationMode, LogFormat, LogLevel, UserConfig } from "./config.js";
 
@@ -49,10 +51,13 @@ export function defaults(): Config {
       requestTimeoutSeconds: 300,
       bodyIdleTimeoutSeconds: 60,
     },
-    auth: { maxFailures: 10, failureWindowSeconds: 60, trackedClients: 10_000, hashWorkers: 0, hashQueue: 32 },
+    auth: { maxFailures: 10, failureWindowSeconds: 60, trackedClients: 10_000, hashWorkers: 0, hashQueue: 32, securityEnabled: true, openNetworks: [] },
     server: { drainSeconds: 30, unaryFastPath: true },
     log: { level: "info", format: "json" },
     metrics: { enabled: true },
+    opal: { server: "", token: "", retrySeconds: 10, refreshSeconds: 60 },
+    cluster: { peers: [], catalogNode: "" },
+    warnings: [],
   };
 }
 
@@ -63,7 +68,12 @@ export function loadConfig(file?: string, env: Env = process.env): Config {
   const known = knownEnv(env);
   let config = defaults();
   const source = preferred(file, known.env.ROCK_CONFIG);
-  if (source) config = { ...merge(config, readYaml(source), source), configFile: path.resolve(source) };
+  if (source) {
+    const file = readYaml(source);
+    // What loading found, not a setting.
+    if ("warnings" in file) throw new Error(`${source}: unknown setting 'warnings'`);
+    config = { ...merge(config, file, source), configFile: path.resolve(source) };
+  }
   config = applyEnv(config, known.env);
   known.refuseUnread();
   return validate(config);
@@ -222,7 +232,7 @@ function applyEnv(c: Config, env: Env): Config {
     port: num("ROCK_PORT", c.port),
     host: env.ROCK_HOST ?? c.host,
     tls: { cert: resolvedOrEmpty(env.ROCK_TLS_CERT ?? c.tls.cert), key: resolvedOrEmpty(env.ROCK_TLS_KEY ?? c.tls.key) },
-    dataDir: path.resolve(env.ROCK_DATA_DIR ?? c.dataDir),
+    dataDir: path.resolve(env.ROCK_DATA_DIR ?? env.ROCK_HOME ?? c.dataDir),
     node: {
       ...c.node,
       id: preferred(env.ROCK_NODE_ID, env.ROCK_ID) ?? c.node.id,
@@ -280,11 +290,44 @@ function applyEnv(c: Config, env: Env): Config {
       trackedClients: num("ROCK_AUTH_TRACKED_CLIENTS", c.auth.trackedClients),
       hashWorkers: num("ROCK_AUTH_HASH_WORKERS", c.auth.hashWorkers),
       hashQueue: num("ROCK_AUTH_HASH_QUEUE", c.auth.hashQueue),
+      securityEnabled: bool("ROCK_SECURITY_ENABLED", c.auth.securityEnabled),
+      openNetworks: list("ROCK_SECURITY_OPEN_NETWORKS", c.auth.openNetworks),
     },
     server: { drainSeconds: num("ROCK_DRAIN_SECONDS", c.server.drainSeconds), unaryFastPath: bool("ROCK_UNARY_FAST_PATH", c.server.unaryFastPath) },
     log: { level: (env.ROCK_LOG_LEVEL ?? c.log.level) as LogLevel, format: (env.ROCK_LOG_FORMAT ?? c.log.format) as LogFormat },
     metrics: { enabled: bool("ROCK_METRICS_ENABLED", c.metrics.enabled) },
+    opal: {
+      server: env.ROCK_OPAL_SERVER ?? c.opal.server,
+      token: env.ROCK_OPAL_TOKEN ?? c.opal.token,
+      retrySeconds: num("ROCK_OPAL_RETRY_SECONDS", c.opal.retrySeconds),
+      refreshSeconds: num("ROCK_OPAL_REFRESH_SECONDS", c.opal.refreshSeconds),
+    },
+    cluster: { peers: list("ROCK_PEERS", c.cluster.peers), catalogNode: env.ROCK_CATALOG_NODE ?? c.cluster.catalogNode },
+    warnings: [...c.warnings, ...rockOnlyWarnings(env)],
   };
+}
+
+/**
+ * Rock's container variables this server accepts without doing what Rock does with them, each with what
+ * it does instead (a compose file written for Rock must start it unchanged, and say so).
+ */
+function rockOnlyWarnings(env: Env): string[] {
+  const warnings: string[] = [];
+  const consul = ["ROCK_CONSUL_SERVER", "ROCK_CONSUL_TOKEN", "ROCK_CONSUL_INTERVAL"].filter((name) => env[name] !== undefined);
+  if (consul.length > 0) {
+    warnings.push(
+      `${consul.join(", ")}: Consul registration (Rock 1.x) is not done by this server; it registers with Opal (ROCK_OPAL_SERVER) and a load balancer finds it by health checks on /_check (README, Several nodes)`,
+    );
+  }
+  const home = env.ROCK_HOME;
+  if (home !== undefined) {
+    warnings.push(
+      env.ROCK_DATA_DIR !== undefined
+        ? `ROCK_HOME (${home}) is not used: every file of this server is in its data folder, ROCK_DATA_DIR (${env.ROCK_DATA_DIR})`
+        : `ROCK_HOME: this server keeps every file (catalogue, session folders, R console log, generated secrets) in its data folder, here ROCK_HOME (${home}); Rock's conf/ and logs/ layout is not used`,
+    );
+  }
+  return warnings;
 }
 
 /**
@@ -321,6 +364,10 @@ function validate(c: Config): Config {
   // The R server reads the path as one line (worker.R).
   if (/[\r\n]/.test(c.r.profile)) throw new Error("r.profile: a file path on one line is expected");
   for (const key of TIMEOUTS) if (!(c.limits[key] > 0)) throw new Error(`limits.${key}: expected a number of seconds > 0`);
+  for (const key of ["retrySeconds", "refreshSeconds"] as const) if (!(c.opal[key] > 0)) throw new Error(`opal.${key}: expected a number of seconds > 0`);
+  if (c.opal.server !== "" && !/^https?:\/\/[^/]/.test(c.opal.server)) throw new Error(`opal.server: expected an http(s):// URL, not '${c.opal.server}'`);
+  for (const network of c.auth.openNetworks) parseNetwork(network);
+  new PeerTable(c.node.id, parsePeers(c.cluster.peers), c.cluster.catalogNode);
   return c;
 }
 

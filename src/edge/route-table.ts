@@ -1,5 +1,5 @@
 import { getOption, hasOption, type DescField, type DescMethod, type DescOneof } from "@bufbuild/protobuf";
-import { createServiceImplSpec, type MethodImplSpec } from "@connectrpc/connect";
+import type { MethodImplSpec } from "@connectrpc/connect";
 import { http as httpOption } from "../../gen/es/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/es/google/api/http_pb.js";
 import { source as sourceOption } from "../../gen/es/rock/options/v1/access_pb.js";
@@ -41,7 +41,7 @@ export class RouteTable {
 
   constructor(services: readonly RegisteredService[]) {
     for (const svc of services) {
-      const spec = createServiceImplSpec(svc.desc, svc.impl);
+      const spec = svc.spec;
       for (const method of svc.desc.methods) {
         if (!hasOption(method, httpOption)) continue;
         const rule = getOption(method, httpOption);

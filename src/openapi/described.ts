@@ -1,3 +1,4 @@
+import { createServiceImplSpec } from "@connectrpc/connect";
 import { RouteTable } from "../edge/route-table.js";
 import { REST_CONTRACTS } from "../rest-contracts.js";
 import { buildOpenApi, openApiText } from "./document.js";
@@ -7,7 +8,7 @@ import { buildOpenApi, openApiText } from "./document.js";
  * what `npm run gen` writes to gen/openapi.json, equal to what the server serves at /openapi.json.
  */
 export function describedRouteTable(): RouteTable {
-  return new RouteTable(REST_CONTRACTS.map(([desc, rest]) => ({ desc, impl: {}, rest })));
+  return new RouteTable(REST_CONTRACTS.map(([desc, rest]) => ({ desc, spec: createServiceImplSpec(desc, {}), rest })));
 }
 
 export function describedApiText(): string {

@@ -29,6 +29,8 @@ export interface REngineOptions {
    * configuration's library); created when missing. Unset: R's default library path.
    */
   readonly library?: string;
+  /** Makes a session's id; default: a random UUID. (A cluster's ids name their node.) */
+  readonly newSessionId?: () => string;
   /** Told what happens to the R server and its sessions (the service log and metrics listen). */
   readonly onEvent?: (event: EngineEvent) => void;
 }
@@ -422,7 +424,7 @@ export class REngine {
    * folders are its own and private); nothing is left behind on failure.
    */
   private async forkSession(server: RServerProcess): Promise<Fork> {
-    const id = randomUUID();
+    const id = this.options.newSessionId?.() ?? randomUUID();
     const home = join(this.options.sessionsDir, id);
     const uid = this.uids?.take();
     const dirs: SessionDirs = { home, work: join(home, "work"), tmp: join(home, "tmp"), ...(uid === undefined ? {} : { owner: { uid, gid: uid } }) };

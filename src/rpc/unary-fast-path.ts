@@ -1,7 +1,7 @@
 import type http from "node:http";
 import type http2 from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, createServiceImplSpec, type ContextValues, type Interceptor, type MethodImplSpec, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ContextValues, type Interceptor, type MethodImplSpec, type ServiceImplSpec } from "@connectrpc/connect";
 import { compressedFlag, compressionNegotiate, invokeUnaryImplementation, type Compression } from "@connectrpc/connect/protocol";
 import * as connect from "@connectrpc/connect/protocol-connect";
 import * as grpc from "@connectrpc/connect/protocol-grpc";
@@ -24,7 +24,7 @@ interface Res {
 }
 
 export interface UnaryFastPathOptions {
-  readonly services: readonly { readonly desc: DescService; readonly impl: Partial<ServiceImpl<DescService>> }[];
+  readonly services: readonly { readonly desc: DescService; readonly spec: ServiceImplSpec }[];
   readonly interceptors: readonly Interceptor[];
   /** The context values a call starts with, as connect-node's `contextValues` (the same function). */
   readonly contextValues: (req: Req) => ContextValues;
@@ -60,7 +60,7 @@ interface Method {
 export function createUnaryFastPath(opts: UnaryFastPathOptions): FastPath {
   const methods = new Map<string, Method>();
   for (const s of opts.services) {
-    const specs = createServiceImplSpec(s.desc, s.impl);
+    const specs = s.spec;
     for (const m of s.desc.methods) {
       const path = `/${s.desc.typeName}/${m.name}`;
       const spec = specs.methods[m.localName];

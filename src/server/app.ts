@@ -17,7 +17,7 @@ import type { LimitsConfig } from "../config/config.js";
 import type { UserDirectory } from "../auth/users.js";
 import type { Registry } from "prom-client";
 import { withMetrics } from "./metrics-handler.js";
-import { registerService, type RegisteredService } from "../edge/service-registry.js";
+import { registerService, routeMethods, type RegisteredService } from "../edge/service-registry.js";
 import { createHealth, Health } from "./health.js";
 import type { ServingState } from "./lifecycle.js";
 import { listenOnePort, type ConnectionLimits, type OnePortServer, type RequestListener } from "../listener/listener.js";
@@ -85,7 +85,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const compressions = [compressionGzip, compressionBrotli];
   const connectHandler = rpcAdapter({
     routes(router) {
-      for (const s of opts.services) router.service(s.desc, s.impl);
+      for (const s of opts.services) routeMethods(router, s);
       router.service(Health, health);
       router.service(ReflectionV1, reflection.v1);
       router.service(ReflectionV1Alpha, reflection.v1alpha);

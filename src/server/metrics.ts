@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import type { RegistrationOutcome } from "../cluster/opal-registration.js";
 import type { EngineEvent } from "../r/engine.js";
 import type { CallRecord } from "./call-observer.js";
 
@@ -41,6 +42,12 @@ export class ServiceMetrics {
   private readonly serverCrashes = new Counter({ name: "rock_r_server_crashes_total", help: "R server exits nobody asked for", registers: [this.registry] });
   private readonly sessionsOpened = new Counter({ name: "rock_r_sessions_opened_total", help: "R sessions opened", registers: [this.registry] });
   private readonly sessionsReaped = new Counter({ name: "rock_r_sessions_reaped_total", help: "R sessions closed for being idle", registers: [this.registry] });
+  private readonly registrations = new Counter({
+    name: "rock_opal_registrations_total",
+    help: "Attempts to register with Opal (and to unregister at the stop) by outcome: registered, refused, unreachable, unregistered, unregister-failed",
+    labelNames: ["outcome"],
+    registers: [this.registry],
+  });
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -63,6 +70,10 @@ export class ServiceMetrics {
     } else if (r.service === NetworkService.typeName) {
       this.catalog.inc({ kind: CATALOG_QUERY.test(r.method) ? "query" : "write", code: r.code });
     }
+  };
+
+  readonly recordRegistration = (o: RegistrationOutcome): void => {
+    this.registrations.inc({ outcome: o.kind });
   };
 
   readonly recordEngine = (e: EngineEvent): void => {

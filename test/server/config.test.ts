@@ -88,7 +88,14 @@ describe("configuration", () => {
     expect(() => loadConfig(undefined, { ROCK_R_START: "ture" })).to.throw(/^ROCK_R_START: expected true or false, not 'ture'$/);
     expect(() => loadConfig(undefined, { ROCK_R_MAX_SESSIONS: "ten" })).to.throw(/^ROCK_R_MAX_SESSIONS: expected a number, not 'ten'$/);
     expect(() => loadConfig(undefined, { ROCK_PORT: "70000" })).to.throw(/^port: expected an integer from 0 to 65535/);
-    expect(() => loadConfig(undefined, { ROCK_OPAL_SERVER: "x", ROCK_MAX_SESIONS: "1" })).to.throw(/unknown environment variables? ROCK_MAX_SESIONS, ROCK_OPAL_SERVER/);
+    expect(() => loadConfig(undefined, { ROCK_OPAL_SERVR: "x", ROCK_MAX_SESIONS: "1" })).to.throw(/unknown environment variables ROCK_MAX_SESIONS, ROCK_OPAL_SERVR \(/);
+    const home = loadConfig(undefined, { ROCK_HOME: "/srv", ROCK_CONSUL_SERVER: "http://consul:8500" });
+    expect(home.dataDir, "ROCK_HOME is the data folder without ROCK_DATA_DIR").to.equal("/srv");
+    expect(home.warnings).to.have.length(2);
+    expect(loadConfig(undefined, { ROCK_HOME: "/srv", ROCK_DATA_DIR: "/data" }).dataDir).to.equal("/data");
+    expect(() => loadConfig(undefined, { ROCK_OPAL_SERVER: "opal:8080" })).to.throw(/^opal.server: expected an http\(s\):\/\/ URL, not 'opal:8080'$/);
+    expect(() => loadConfig(undefined, { ROCK_PEERS: "node1=http://a:1,node1x" })).to.throw(/^cluster.peers: expected id=http\(s\):\/\/host:port entries, not 'node1x'$/);
+    expect(() => loadConfig(undefined, { ROCK_PEERS: "node1=http://a:1", ROCK_CATALOG_NODE: "node9" })).to.throw(/^cluster.catalogNode: 'node9' is not among cluster.peers$/);
     const file = path.join(dir, "rock.yaml");
     fs.writeFileSync(file, "port: 9000\n");
     expect(loadConfig(undefined, { ROCK_CONFIG: file }).port).to.equal(9000);

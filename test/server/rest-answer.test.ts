@@ -1,3 +1,4 @@
+import { createServiceImplSpec } from "@connectrpc/connect";
 import { expect } from "chai";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -164,7 +165,7 @@ describe("REST answer option (rest_answer)", () => {
         const method = methodWith({ created });
         expect(() => compileRestAnswer(method), created).to.throw(error);
         // The route table compiles it when the server starts.
-        expect(() => new RouteTable([{ desc: method.parent, impl: {}, rest: { alwaysEmitImplicit: false } }]), created).to.throw(error);
+        expect(() => new RouteTable([{ desc: method.parent, spec: createServiceImplSpec(method.parent, {}), rest: { alwaysEmitImplicit: false } }]), created).to.throw(error);
       }
     });
 

@@ -50,8 +50,16 @@ export async function killSpawnedRocks(): Promise<void> {
 /** The user names are the passwords. */
 export const PROCESS_USERS = "admin:admin:administrator,manager;user:user:user";
 
-export async function spawnRock(env: Readonly<Record<string, string>> = {}): Promise<RockProcess> {
-  const port = await freePort();
+/**
+ * `env` may depend on the port the server is given (ROCK_SERVER, the node's own URL); `port` is a port
+ * picked beforehand (nodes that must know each other's addresses before they start).
+ */
+export async function spawnRock(
+  env: Readonly<Record<string, string>> | ((port: number) => Readonly<Record<string, string>>) = {},
+  options: { readonly port?: number } = {},
+): Promise<RockProcess> {
+  const port = options.port ?? (await freePort());
+  const own = typeof env === "function" ? env(port) : env;
   const dataDir = mkdtempSync(join(tmpdir(), "rock-process-"));
   const uids = testSessionUids();
   const [first, last] = uids.split("-").map(Number) as [number, number];
@@ -67,7 +75,7 @@ export async function spawnRock(env: Readonly<Record<string, string>> = {}): Pro
       ROCK_DATA_DIR: dataDir,
       ROCK_USERS: PROCESS_USERS,
       ROCK_R_SESSION_UIDS: uids,
-      ...env,
+      ...own,
     },
   });
   const pid = child.pid;

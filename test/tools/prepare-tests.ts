@@ -2,7 +2,8 @@
  * `npm test` runs this first (npm's pretest): it provides what the suite needs beyond `npm install`, the
  * same way the service provides what it needs, and says what it installs:
  * - the service's own R packages (src/setup), a C compiler through apt when one is missing;
- * - Debian packages the tests drive: chromium (the /docs page), haproxy (the cluster), and the R packages
+ * - Debian packages the tests drive: chromium (the /docs page), haproxy (the cluster), curl, openssl and
+ *   git (clients, certificates, a git package source), and the R packages
  *   Debian builds (rockr's dependencies, remotes and BiocManager for package operations), through apt
  *   when running as root;
  * - what Debian does not package (rockr, the R client on CRAN), or everything when apt cannot be used,
@@ -19,6 +20,9 @@ import { SetupError } from "../../src/setup/setup-error.js";
 const COMMANDS = [
   { command: "chromium", debian: "chromium", use: "the /docs page test drives it headless" },
   { command: "haproxy", debian: "haproxy", use: "the cluster test balances nodes with it" },
+  { command: "curl", debian: "curl", use: "tests call the server with it, over HTTP/1.1, HTTP/2 and TLS" },
+  { command: "openssl", debian: "openssl", use: "the TLS tests make their certificates with it" },
+  { command: "git", debian: "git", use: "package tests install from a git repository" },
 ] as const;
 
 /** R packages the tests load; `debian` when Debian builds it (installed prebuilt, no compiler needed). */

@@ -8,7 +8,16 @@ const SESSION_PREFIXES = ["LC_", "R_"];
 const DOWNLOAD_NAMES = new Set(["http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"]);
 
 export function sessionEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {
-  return pick(env, (name) => SESSION_NAMES.has(name) || SESSION_PREFIXES.some((p) => name.startsWith(p)));
+  return { ...utf8Locale(env), ...pick(env, (name) => SESSION_NAMES.has(name) || SESSION_PREFIXES.some((p) => name.startsWith(p))) };
+}
+
+/**
+ * A service started with no locale (a bare container, a service manager's empty environment) would
+ * give R the C locale, where it prints every non-ASCII character as `<c3><a9>`: R gets C.UTF-8 then
+ * (glibc's, always there). A locale the environment sets is kept as it is.
+ */
+function utf8Locale(env: NodeJS.ProcessEnv): Record<string, string> {
+  return env.LC_ALL || env.LC_CTYPE || env.LANG ? {} : { LANG: "C.UTF-8" };
 }
 
 export function packageEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {
