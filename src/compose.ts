@@ -37,6 +37,7 @@ import { clusterFanOut, clusterRoute } from "./cluster/routing.js";
 import { catalogueServedElsewhere } from "./cluster/served-elsewhere.js";
 import { taggedSessionId } from "./cluster/session-ids.js";
 import { registrationLog } from "./server/registration-log.js";
+import { clientAddressOf } from "./server/client-address.js";
 
 export interface Rock {
   readonly port: number;
@@ -149,7 +150,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
         // the observer, which records the answer the client gets.
         faultConversion,
         drainGate(lifecycle, drainPolicy),
-        authInterceptor(users, config.auth.securityEnabled ? undefined : networkMatcher(config.auth.openNetworks)),
+        authInterceptor(users, config.auth.securityEnabled ? undefined : networkMatcher(config.auth.openNetworks, "auth.openNetworks")),
       ],
       maxBodyBytes: config.limits.maxBodyBytes,
       maxUploadBytes: config.limits.maxUploadBytes,
@@ -158,6 +159,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       serving: lifecycle,
       metrics: { registry: metrics?.registry ?? METRICS_OFF, users },
       unaryFastPath: config.server.unaryFastPath,
+      clientAddress: clientAddressOf(networkMatcher(config.server.trustedProxies, "server.trustedProxies")),
     });
     cleanups.push(() => server.close());
     // Without R the catalogue still serves; /_check then answers 500 until R runs.

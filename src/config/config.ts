@@ -81,6 +81,11 @@ export interface ServerConfig {
    * false hands every RPC to Connect-ES (the reference the lean path is tested against).
    */
   readonly unaryFastPath: boolean;
+  /**
+   * Proxies (CIDR) whose X-Forwarded-For names the client (a load balancer): failed logins and
+   * auth.openNetworks then count the client, not the proxy. Empty: the socket's address, always.
+   */
+  readonly trustedProxies: readonly string[];
 }
 
 /** Both set: the port speaks HTTPS only (h2 and http/1.1 by ALPN); both empty: cleartext only. */

@@ -52,7 +52,7 @@ export function defaults(): Config {
       bodyIdleTimeoutSeconds: 60,
     },
     auth: { maxFailures: 10, failureWindowSeconds: 60, trackedClients: 10_000, hashWorkers: 0, hashQueue: 32, securityEnabled: true, openNetworks: [] },
-    server: { drainSeconds: 30, unaryFastPath: true },
+    server: { drainSeconds: 30, unaryFastPath: true, trustedProxies: [] },
     log: { level: "info", format: "json" },
     metrics: { enabled: true },
     opal: { server: "", token: "", retrySeconds: 10, refreshSeconds: 60 },
@@ -293,7 +293,11 @@ function applyEnv(c: Config, env: Env): Config {
       securityEnabled: bool("ROCK_SECURITY_ENABLED", c.auth.securityEnabled),
       openNetworks: list("ROCK_SECURITY_OPEN_NETWORKS", c.auth.openNetworks),
     },
-    server: { drainSeconds: num("ROCK_DRAIN_SECONDS", c.server.drainSeconds), unaryFastPath: bool("ROCK_UNARY_FAST_PATH", c.server.unaryFastPath) },
+    server: {
+      drainSeconds: num("ROCK_DRAIN_SECONDS", c.server.drainSeconds),
+      unaryFastPath: bool("ROCK_UNARY_FAST_PATH", c.server.unaryFastPath),
+      trustedProxies: list("ROCK_TRUSTED_PROXIES", c.server.trustedProxies),
+    },
     log: { level: (env.ROCK_LOG_LEVEL ?? c.log.level) as LogLevel, format: (env.ROCK_LOG_FORMAT ?? c.log.format) as LogFormat },
     metrics: { enabled: bool("ROCK_METRICS_ENABLED", c.metrics.enabled) },
     opal: {
@@ -366,7 +370,8 @@ function validate(c: Config): Config {
   for (const key of TIMEOUTS) if (!(c.limits[key] > 0)) throw new Error(`limits.${key}: expected a number of seconds > 0`);
   for (const key of ["retrySeconds", "refreshSeconds"] as const) if (!(c.opal[key] > 0)) throw new Error(`opal.${key}: expected a number of seconds > 0`);
   if (c.opal.server !== "" && !/^https?:\/\/[^/]/.test(c.opal.server)) throw new Error(`opal.server: expected an http(s):// URL, not '${c.opal.server}'`);
-  for (const network of c.auth.openNetworks) parseNetwork(network);
+  for (const network of c.auth.openNetworks) parseNetwork(network, "auth.openNetworks");
+  for (const network of c.server.trustedProxies) parseNetwork(network, "server.trustedProxies");
   new PeerTable(c.node.id, parsePeers(c.cluster.peers), c.cluster.catalogNode);
   return c;
 }

@@ -42,6 +42,8 @@ export interface ServerOptions {
   readonly metrics: { readonly registry: Registry; readonly users: UserDirectory };
   /** Unary RPCs on the lean path (src/rpc/); false: Connect-ES serves every RPC. */
   readonly unaryFastPath: boolean;
+  /** The client's address of a request (src/server/client-address.ts). */
+  readonly clientAddress: (req: IncomingMessage | Http2ServerRequest) => string | undefined;
 }
 
 /** The connection and request time bounds of the configuration. */
@@ -68,7 +70,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   // Every transport starts a call's context values here, so that only the composition knows auth's key.
   const contextValues = (req: IncomingMessage | Http2ServerRequest): ContextValues =>
-    createContextValues().set(clientAddressKey, req.socket.remoteAddress);
+    createContextValues().set(clientAddressKey, opts.clientAddress(req));
   const health = createHealth(opts.services.map((s) => s.desc.typeName), opts.serving);
   const table = new RouteTable(opts.services);
   const refused = observerIn(opts.interceptors)?.refused;
@@ -96,7 +98,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     acceptCompression: compressions,
     shutdownSignal: shutdown.signal,
     // /metrics, /openapi.json and /docs are not RPCs; every other path goes to the edge.
-    fallback: withMetrics(opts.metrics.registry, opts.metrics.users, onInternalError, withApiDocs(buildOpenApi(table), rest)),
+    fallback: withMetrics(opts.metrics.registry, opts.metrics.users, opts.clientAddress, onInternalError, withApiDocs(buildOpenApi(table), rest)),
     onHandlerError: onInternalError,
     refused,
   });

@@ -23,7 +23,13 @@ const METRICS_ROLES = ["administrator", "manager"];
  * GET /metrics (Prometheus text format) in front of `next`. Not an RPC, so the interceptors do not
  * run: the same user directory checks the Basic credentials, with its failure throttle.
  */
-export function withMetrics(registry: Registry, users: UserDirectory, onInternalError: (err: unknown) => void, next: NodeHandlerFn): NodeHandlerFn {
+export function withMetrics(
+  registry: Registry,
+  users: UserDirectory,
+  clientAddress: (req: Parameters<NodeHandlerFn>[0]) => string | undefined,
+  onInternalError: (err: unknown) => void,
+  next: NodeHandlerFn,
+): NodeHandlerFn {
   if (registry === METRICS_OFF) return next;
   return (req, anyRes) => {
     if (pathOf(req.url) !== "/metrics") return next(req, anyRes);
@@ -31,7 +37,7 @@ export function withMetrics(registry: Registry, users: UserDirectory, onInternal
     if (req.method !== "GET") {
       return send(res, restError(Code.Unimplemented, `Method ${req.method} is not allowed here`, 405), { allow: "GET" });
     }
-    authorize(req.headers.authorization, req.socket.remoteAddress, users)
+    authorize(req.headers.authorization, clientAddress(req), users)
       .then(() => registry.metrics())
       .then(
         (text) => {

@@ -3,10 +3,12 @@
  * figure beside a reference measured in the same run.
  *
  *   BENCH_QUICK=1         small counts, 100 MB files (smoke run)
- *   BENCH_ONLY=r|grpc|networks|observe one part only (observe: what logging and metrics cost a call)
+ *   BENCH_ONLY=r|grpc|networks|observe|cluster one part only (observe: what logging and metrics cost a
+ *                         call; cluster: nodes behind HAProxy)
  */
 import os from "node:os";
 import { cleanupAll } from "./cleanup.js";
+import { runClusterBench } from "./cluster-bench.js";
 import { runGrpcBench } from "./grpc-bench.js";
 import { runNetworksBench } from "./networks-bench.js";
 import { runObserveBench } from "./observe-bench.js";
@@ -16,8 +18,8 @@ import { rWorkerCount } from "./server-process.js";
 
 const quick = ["1", "true", "yes"].includes((process.env.BENCH_QUICK ?? "").toLowerCase());
 const only = process.env.BENCH_ONLY ?? "";
-if (only !== "" && only !== "r" && only !== "grpc" && only !== "networks" && only !== "observe") {
-  console.error(`BENCH_ONLY must be r, grpc, networks or observe, not ${JSON.stringify(only)}`);
+if (only !== "" && only !== "r" && only !== "grpc" && only !== "networks" && only !== "observe" && only !== "cluster") {
+  console.error(`BENCH_ONLY must be r, grpc, networks, observe or cluster, not ${JSON.stringify(only)}`);
   process.exit(2);
 }
 
@@ -46,6 +48,7 @@ try {
   if (only === "" || only === "grpc") for (const s of await runGrpcBench({ quick, log })) console.log(render(s)), sections.push(s);
   if (only === "" || only === "networks") for (const s of await runNetworksBench({ quick, log })) console.log(render(s)), sections.push(s);
   if (only === "" || only === "observe") for (const s of await runObserveBench({ quick, log })) console.log(render(s)), sections.push(s);
+  if (only === "" || only === "cluster") for (const s of await runClusterBench({ quick, log })) console.log(render(s)), sections.push(s);
 } catch (e) {
   failed = true;
   if (!interrupted) console.error(e);

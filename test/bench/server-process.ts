@@ -37,6 +37,8 @@ export interface ServerProcessOptions {
   readonly timeoutMs?: number;
   /** More ROCK_* settings for this server. */
   readonly env?: Readonly<Record<string, string>>;
+  /** A port picked beforehand (nodes that must know each other's addresses); default: a free one. */
+  readonly port?: number;
 }
 
 /** Synchronous last resort on exit: whatever is still alive of the servers started here. */
@@ -46,7 +48,7 @@ process.on("exit", () => {
 });
 
 export async function startServerProcess(o: ServerProcessOptions): Promise<ServerProcess> {
-  const port = await freePort();
+  const port = o.port ?? (await freePort());
   const dataDir = await mkdtemp(join(tmpdir(), "rock-bench-server-"));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,

@@ -42,6 +42,16 @@ const RULES: readonly Rule[] = [
     files: ["src/*/service/"],
     mustNotImport: ["src/edge/", "src/rpc/", "src/listener/", "src/server/"],
   },
+  {
+    name: "the cluster wraps the services' handlers and knows nothing of the transports or the server",
+    files: ["src/cluster/"],
+    mustNotImport: ["src/edge/", "src/rpc/", "src/listener/", "src/server/", "src/auth/"],
+  },
+  {
+    name: "the setup runs before anything serves: it knows no transport, server or service",
+    files: ["src/setup/"],
+    mustNotImport: ["gen/", "@connectrpc/", "src/edge/", "src/rpc/", "src/listener/", "src/server/", "src/*/service/"],
+  },
 ];
 
 function matcher(patterns: readonly string[]): (target: string) => boolean {

@@ -7,7 +7,7 @@ describe("ROCK_SECURITY_ENABLED=false: open to the networks named, never to anyo
   this.timeout(30_000);
 
   it("matches client addresses against IPv4 and IPv6 networks, IPv4 seen as IPv6 included", () => {
-    const open = networkMatcher(["10.0.0.0/8", "127.0.0.1", "fd00::/8"]);
+    const open = networkMatcher(["10.0.0.0/8", "127.0.0.1", "fd00::/8"], "auth.openNetworks");
     expect(open("10.1.2.3")).to.equal(true);
     expect(open("::ffff:10.1.2.3")).to.equal(true);
     expect(open("127.0.0.1")).to.equal(true);
@@ -16,9 +16,9 @@ describe("ROCK_SECURITY_ENABLED=false: open to the networks named, never to anyo
     expect(open("fd12::1")).to.equal(true);
     expect(open("::1")).to.equal(false);
     expect(open(undefined)).to.equal(false);
-    expect(networkMatcher([])("127.0.0.1")).to.equal(false);
+    expect(networkMatcher([], "auth.openNetworks")("127.0.0.1")).to.equal(false);
     for (const bad of ["10.0.0.0/33", "not-an-address", "10.0.0.0/8/1", "fd00::/129", "10.0.0.0/x"]) {
-      expect(() => parseNetwork(bad), bad).to.throw(/auth.openNetworks: expected networks such as 10.0.0.0\/8/);
+      expect(() => parseNetwork(bad, "auth.openNetworks"), bad).to.throw(/auth.openNetworks: expected networks such as 10.0.0.0\/8/);
     }
     expect(() => loadConfig(undefined, { ROCK_SECURITY_OPEN_NETWORKS: "10.0.0.0/8, bogus" })).to.throw(/not 'bogus'/);
   });

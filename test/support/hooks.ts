@@ -4,6 +4,11 @@
  */
 import { killSpawnedRocks } from "./rock-process.js";
 
+// The R processes tests start themselves (to compute what the server's R must answer) get the locale the
+// service gives its R when the environment sets none (src/r/confine/environment.ts): C.UTF-8, so that
+// both write the same native encoding into R serialization's header.
+if (!process.env.LC_ALL && !process.env.LC_CTYPE && !process.env.LANG) process.env.LANG = "C.UTF-8";
+
 export const mochaHooks = {
   async afterAll(): Promise<void> {
     await killSpawnedRocks();
