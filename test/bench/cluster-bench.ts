@@ -43,8 +43,9 @@ export async function runClusterBench(o: ClusterBenchOptions): Promise<Section[]
   const removeDir = onCleanup(() => rm(dir, { recursive: true, force: true }));
   const script = join(dir, "script.R");
   await writeFile(script, "1+1");
-  const empty = join(dir, "empty");
-  await writeFile(empty, "");
+  // h2load cannot send an empty file: a session is asked for with `{}`, as JSON clients do.
+  const empty = join(dir, "empty.json");
+  await writeFile(empty, "{}");
   const sessions = o.quick ? 24 : 60;
   const evals = o.quick ? 2000 : 8000;
   try {
