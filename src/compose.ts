@@ -15,6 +15,7 @@ import { createNetworkServiceHandlers } from "./networks/service/handlers.js";
 import { ConsoleLog } from "./r/console-log.js";
 import { assertPrivateConfig, protectDataFolder } from "./r/confine/data-folder.js";
 import { decideIsolation, sessionsRoot } from "./r/confine/isolation.js";
+import { protectFromOomKiller, SessionQuotas } from "./r/confine/quotas.js";
 import { REngine } from "./r/engine.js";
 import { PackageManager } from "./r/packages/index.js";
 import { drainPolicy } from "./server/drain-policy.js";
@@ -80,6 +81,8 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     const log = new ConsoleLog({ file: path.join(config.dataDir, "rserver.log"), maxBytes: config.r.logMaxBytes, files: config.r.logFiles });
     cleanups.push(() => log.close());
     const sessionsDir = sessionsRoot(config.r, config.dataDir, isolation.isolated);
+    const quotas = sessionQuotas(config, isolation.isolated, logger);
+    if (quotas) cleanups.push(() => quotas.close());
     let metrics: ServiceMetrics | undefined;
     const logEngine = engineLog(logger);
     const engine = new REngine({
@@ -89,6 +92,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       isolated: isolation.isolated,
       log,
       newSessionId: () => taggedSessionId(peers.selfTag),
+      ...(quotas ? { quotas } : {}),
       ...(config.packages.library ? { library: config.packages.library } : {}),
       onEvent: (event) => {
         logEngine(event);
@@ -212,4 +216,29 @@ function opalRegistration(config: Config, logger: Logger, metrics: ServiceMetric
       metrics?.recordRegistration(outcome);
     },
   });
+}
+
+/**
+ * A control group per isolated session (r.quotas), and the service out of the OOM killer's reach; where
+ * the host gives no cgroup, the rlimits alone, said once (`required` refuses to start instead).
+ */
+function sessionQuotas(config: Config, isolated: boolean, logger: Logger): SessionQuotas | undefined {
+  const { r } = config;
+  if (!isolated || r.quotas === "off") return undefined;
+  const opened = SessionQuotas.open({
+    name: r.sessionUids.replace(/\s/g, ""),
+    sessionMemoryMb: r.sessionMemoryMb,
+    sessionsMemoryMb: r.sessionsMemoryMb,
+    sessionCpuCores: r.sessionCpuCores,
+    sessionProcesses: r.sessionProcesses,
+  });
+  if (!(opened instanceof SessionQuotas)) {
+    if (r.quotas === "required") throw new Error(`r.quotas is 'required' but ${opened.unavailable}`);
+    logger.warn(`R sessions have no quotas: ${opened.unavailable}. Each session process keeps its rlimits (r.sessionMemoryMb as address space, r.sessionProcesses), but nothing bounds a session's total memory or CPU, or all sessions' memory (README, Security model)`);
+    return undefined;
+  }
+  if (!protectFromOomKiller()) {
+    logger.warn("the service cannot take itself out of the OOM killer's reach (oom_score_adj -1000 needs CAP_SYS_RESOURCE): sessions (+1000) stay its first choice");
+  }
+  return opened;
 }

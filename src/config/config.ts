@@ -151,7 +151,21 @@ export interface RConfig {
    * `.libPaths()`, so it only fills gaps. Default: `r-library/` in the checkout.
    */
   readonly setupLibrary: string;
-  /** Address space of each session process (RLIMIT_AS), in MiB; <= 0: no limit. */
+  /**
+   * `auto`: isolated sessions get a control group each (memory, CPU, processes) where the host lets the
+   * service make them, else the rlimits alone, said at start; `required`: refuse to start without them;
+   * `off`: the rlimits alone.
+   */
+  readonly quotas: QuotaMode;
+  /** All sessions' memory together (with quotas), MiB; <= 0: no budget. Default: 3/4 of the host's memory. */
+  readonly sessionsMemoryMb: number;
+  /** Each session's CPU in cores at most (with quotas); <= 0: no cap, sessions share by equal weight. */
+  readonly sessionCpuCores: number;
+  /**
+   * Each session's memory in MiB: with quotas its real memory, swap included, all its processes
+   * together (a session past it is ended alone); without, each process's address space (RLIMIT_AS).
+   * <= 0: no limit.
+   */
   readonly sessionMemoryMb: number;
   /** Processes each isolated session may run at once (RLIMIT_NPROC of its uid); <= 0: no limit. */
   readonly sessionProcesses: number;
@@ -178,6 +192,7 @@ export interface RConfig {
 }
 
 export type IsolationMode = "auto" | "required";
+export type QuotaMode = "auto" | "required" | "off";
 
 export interface PackagesConfig {
   /**

@@ -6,7 +6,7 @@ import { parse as parseYaml } from "yaml";
 import { parseNetwork } from "../auth/open-networks.js";
 import { parsePeers, PeerTable } from "../cluster/peers.js";
 import { parseSecret } from "../auth/secret-format.js";
-import type { Config, IsolationMode, LogFormat, LogLevel, UserConfig } from "./config.js";
+import type { Config, IsolationMode, LogFormat, LogLevel, QuotaMode, UserConfig } from "./config.js";
 
 /** Every setting has a default: the server runs with no file and no environment. */
 export function defaults(): Config {
@@ -32,6 +32,9 @@ export function defaults(): Config {
       sessionUids: "70000-70999",
       sessionsDir: "",
       setupLibrary: fileURLToPath(new URL("../../r-library", import.meta.url)),
+      quotas: "auto",
+      sessionsMemoryMb: Math.floor((os.totalmem() / 1048576) * 0.75),
+      sessionCpuCores: 0,
       sessionMemoryMb: 4096,
       sessionProcesses: 64,
       maxSessions: 100,
@@ -258,6 +261,9 @@ function applyEnv(c: Config, env: Env): Config {
       sessionUids: env.ROCK_R_SESSION_UIDS ?? c.r.sessionUids,
       sessionsDir: env.ROCK_R_SESSIONS_DIR ?? c.r.sessionsDir,
       setupLibrary: path.resolve(env.ROCK_R_SETUP_LIBRARY ?? c.r.setupLibrary),
+      quotas: (env.ROCK_R_QUOTAS ?? c.r.quotas) as QuotaMode,
+      sessionsMemoryMb: num("ROCK_R_SESSIONS_MEMORY_MB", c.r.sessionsMemoryMb),
+      sessionCpuCores: num("ROCK_R_SESSION_CPU_CORES", c.r.sessionCpuCores),
       sessionMemoryMb: num("ROCK_R_SESSION_MEMORY_MB", c.r.sessionMemoryMb),
       sessionProcesses: num("ROCK_R_SESSION_PROCESSES", c.r.sessionProcesses),
       maxSessions: num("ROCK_R_MAX_SESSIONS", c.r.maxSessions),
@@ -349,6 +355,7 @@ function resolvedOrEmpty(file: string): string {
 }
 
 const ISOLATION_MODES: readonly IsolationMode[] = ["auto", "required"];
+const QUOTA_MODES: readonly QuotaMode[] = ["auto", "required", "off"];
 const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 const LOG_FORMATS: readonly LogFormat[] = ["json", "pretty"];
 
@@ -357,6 +364,7 @@ function validate(c: Config): Config {
   if (!ISOLATION_MODES.includes(c.r.isolation)) {
     throw new Error(`r.isolation: expected one of ${ISOLATION_MODES.join(", ")}, not '${c.r.isolation}'`);
   }
+  if (!QUOTA_MODES.includes(c.r.quotas)) throw new Error(`r.quotas: expected one of ${QUOTA_MODES.join(", ")}, not '${c.r.quotas}'`);
   if (!LOG_LEVELS.includes(c.log.level)) throw new Error(`log.level: expected one of ${LOG_LEVELS.join(", ")}, not '${c.log.level}'`);
   if (!LOG_FORMATS.includes(c.log.format)) throw new Error(`log.format: expected one of ${LOG_FORMATS.join(", ")}, not '${c.log.format}'`);
   if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535) throw new Error(`port: expected an integer from 0 to 65535, not ${c.port}`);

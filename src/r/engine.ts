@@ -8,7 +8,9 @@ import type { ConsoleLog } from "./console-log.js";
 import { searchableByOthers } from "./confine/isolation.js";
 import { liveProcessesByUid, reapUid } from "./confine/processes.js";
 import { UidPool } from "./confine/uid-pool.js";
-import { noSuchSession, notRunning, stillStarting, tooManySessions } from "./errors.js";
+import { noSuchSession, notRunning, outOfMemory, stillStarting, tooManySessions } from "./errors.js";
+import type { Fault } from "../errors/fault.js";
+import type { SessionQuota, SessionQuotas } from "./confine/quotas.js";
 import type { RChild } from "./child.js";
 import { assertTrustedProfile } from "./profile.js";
 import { RServerProcess, type SessionIdentity } from "./rserver.js";
@@ -29,6 +31,8 @@ export interface REngineOptions {
    * configuration's library); created when missing. Unset: R's default library path.
    */
   readonly library?: string;
+  /** A control group per session (isolated sessions, where the host allows): memory, CPU, processes. */
+  readonly quotas?: SessionQuotas;
   /** Makes a session's id; default: a random UUID. (A cluster's ids name their node.) */
   readonly newSessionId?: () => string;
   /** Told what happens to the R server and its sessions (the service log and metrics listen). */
@@ -43,6 +47,7 @@ export type EngineEvent =
   | { readonly kind: "server-crashed"; readonly autoRestart: boolean }
   | { readonly kind: "session-opened"; readonly id: string; readonly user: string }
   | { readonly kind: "session-closed"; readonly id: string; readonly user: string }
+  | { readonly kind: "session-out-of-memory"; readonly id: string; readonly user: string; readonly reason: string }
   | { readonly kind: "session-reaped"; readonly id: string; readonly user: string }
   /** A spare's process died while it waited in the pool; it is replaced at the next demand. */
   | { readonly kind: "spare-died" };
@@ -70,6 +75,8 @@ interface Fork {
   readonly child: RChild;
   /** The uid it runs as, when isolated. */
   readonly uid: number | undefined;
+  /** Its control group, with quotas. */
+  readonly quota?: SessionQuota;
 }
 
 /** A session process forked ahead of demand (r.spareSessions). */
@@ -125,6 +132,8 @@ export class REngine {
   private readonly waiters = new Set<() => void>();
 
   private readonly emit: (event: EngineEvent) => void;
+  /** Sessions the kernel ended for their memory, and how to say it, the latest ENDED_REMEMBERED. */
+  private readonly endedSessions = new Map<string, Fault>();
 
   constructor(private readonly options: REngineOptions) {
     this.log = options.log;
@@ -371,6 +380,10 @@ export class REngine {
     if (maxSessions > 0 && this.sessionsById.size + sum(this.opening.values()) >= maxSessions) {
       throw tooManySessions(`Too many R sessions: the server's limit of ${maxSessions} open sessions is reached`);
     }
+    const { quotas } = this.options;
+    if (quotas && !quotas.fits()) {
+      throw tooManySessions(`Too many R sessions: the R sessions' memory budget of ${this.options.config.sessionsMemoryMb} MiB (r.sessionsMemoryMb) is in use`);
+    }
     if (maxSessionsPerUser > 0) {
       let own = this.opening.get(subject) ?? 0;
       for (const s of this.sessionsById.values()) if (s.subject === subject) own++;
@@ -409,7 +422,14 @@ export class REngine {
     const { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds } = this.options.config;
     // Its uid and its place under r.maxSessions are free again once it is disposed of: a spare can take them.
     const dispose = (): Promise<void> => this.dispose(fork).finally(() => this.prepareSpares());
-    const session = new RSession(id, subject, dirs, child, { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds }, dispose);
+    // A session the kernel ended for its memory says so, to its running call and to every later one.
+    const endedBy = (): Fault | undefined => {
+      const reason = fork.quota?.endedBy();
+      if (reason === undefined) return undefined;
+      this.emit({ kind: "session-out-of-memory", id, user: subject, reason });
+      return remember(this.endedSessions, id, outOfMemory(reason));
+    };
+    const session = new RSession(id, subject, dirs, child, { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds, endedBy }, dispose);
     this.sessionsById.set(id, session);
     this.emit({ kind: "session-opened", id, user: subject });
     session.onEnd(() => {
@@ -429,20 +449,29 @@ export class REngine {
     const uid = this.uids?.take();
     const dirs: SessionDirs = { home, work: join(home, "work"), tmp: join(home, "tmp"), ...(uid === undefined ? {} : { owner: { uid, gid: uid } }) };
     if (this.uids && uid === undefined) throw tooManySessions("Too many R sessions: every session uid of r.sessionUids is in use");
+    let quota: SessionQuota | undefined;
     try {
       await mkdir(home, { recursive: true, mode: 0o700 });
       await Promise.all([mkdir(dirs.work, { mode: 0o700 }), mkdir(dirs.tmp, { mode: 0o700 })]);
       if (uid !== undefined) await Promise.all([home, dirs.work, dirs.tmp].map((dir) => chown(dir, uid, uid)));
-      return { id, dirs, uid, child: await server.fork(dirs.work, dirs.tmp, uid === undefined ? undefined : this.identity(uid)) };
+      quota = uid === undefined ? undefined : this.options.quotas?.session(id);
+      const child = await server.fork(dirs.work, dirs.tmp, uid === undefined ? undefined : this.identity(uid));
+      // The fork waits for its first request: nothing of a caller's runs before it is in its group.
+      quota?.place(child.pid);
+      return { id, dirs, uid, child, ...(quota ? { quota } : {}) };
     } catch (error) {
-      await this.dispose({ id, dirs, uid, child: undefined });
+      await this.dispose({ id, dirs, uid, child: undefined, ...(quota ? { quota } : {}) });
       throw error;
     }
   }
 
+
   private identity(uid: number): SessionIdentity {
     const { sessionMemoryMb, sessionProcesses } = this.options.config;
-    return { uid, gid: uid, memoryBytes: Math.max(0, sessionMemoryMb) * 1048576, processes: Math.max(0, sessionProcesses) };
+    // With quotas the group bounds the session's real memory; RLIMIT_AS would also refuse address space
+    // reserved and never used (some BLAS and parallel packages reserve much).
+    const memoryBytes = this.options.quotas ? 0 : Math.max(0, sessionMemoryMb) * 1048576;
+    return { uid, gid: uid, memoryBytes, processes: Math.max(0, sessionProcesses) };
   }
 
   /**
@@ -453,6 +482,7 @@ export class REngine {
   private async dispose(fork: Omit<Fork, "child"> & { readonly child: RChild | undefined }): Promise<void> {
     fork.child?.kill();
     const reaped = fork.uid === undefined || (await reapUid(fork.uid, fork.uid));
+    if (reaped && fork.quota && !fork.quota.group.remove()) this.log.append(`The control group of session ${fork.id} could not be removed\n`);
     await rm(fork.dirs.home, { recursive: true, force: true });
     if (fork.uid === undefined) return;
     if (reaped) this.uids?.give(fork.uid);
@@ -475,6 +505,7 @@ export class REngine {
       const left = await liveProcessesByUid((uid) => uid >= first && uid <= last);
       await Promise.all([...left.keys()].map((uid) => reapUid(uid, uid)));
     }
+    for (const group of this.options.quotas?.removeLeftovers() ?? []) this.log.append(`A control group of an earlier run could not be removed: ${group}\n`);
     const names = await readdir(sessionsDir);
     await Promise.all(names.map((name) => rm(join(sessionsDir, name), { recursive: true, force: true })));
   }
@@ -564,10 +595,10 @@ export class REngine {
     if (fork) await this.dispose(fork);
   }
 
-  /** The session, or NotFound. */
+  /** The session, or NotFound (or, for a session its memory limit ended, that). */
   session(id: string): RSession {
     const session = this.sessionsById.get(id);
-    if (!session) throw noSuchSession(id);
+    if (!session) throw this.endedSessions.get(id) ?? noSuchSession(id);
     return session;
   }
 
@@ -633,6 +664,18 @@ async function availableMemoryKb(): Promise<number> {
   } catch {
     return -1;
   }
+}
+
+/** How many ended sessions' reasons are kept for later calls on them. */
+const ENDED_REMEMBERED = 1000;
+
+function remember(ended: Map<string, Fault>, id: string, fault: Fault): Fault {
+  ended.set(id, fault);
+  for (const oldest of ended.keys()) {
+    if (ended.size <= ENDED_REMEMBERED) break;
+    ended.delete(oldest);
+  }
+  return fault;
 }
 
 function sum(values: Iterable<number>): number {

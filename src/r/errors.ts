@@ -45,3 +45,8 @@ export function badPath(message: string): Fault {
 export function tooManySessions(message: string): Fault {
   return new Fault("limit", message);
 }
+
+/** The kernel ended the session for its memory (its limit, or all sessions' budget): said to every call on it. */
+export function outOfMemory(reason: string): Fault {
+  return new Fault("limit", reason);
+}

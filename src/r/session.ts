@@ -2,6 +2,7 @@ import type { EventSink, Outcome, RChild } from "./child.js";
 import { CommandList, type CommandEntry } from "./commands.js";
 import type { Owner } from "./confine/as-owner.js";
 import { cpuSeconds } from "./confine/processes.js";
+import type { Fault } from "../errors/fault.js";
 import { rError, sessionEnded } from "./errors.js";
 import { assignFrame, evalFrame, type ValueFormat } from "./protocol.js";
 
@@ -26,6 +27,8 @@ export interface SessionOptions {
   readonly maxEvalCpuSeconds: number;
   /** After an interrupt the service sent, R has this long to answer before the session is killed. */
   readonly interruptGraceSeconds: number;
+  /** Why the session's process ended when the kernel ended it (its memory); undefined: not that. */
+  readonly endedBy?: () => Fault | undefined;
 }
 
 /** How often an evaluation's CPU time is read when it is limited. */
@@ -64,6 +67,7 @@ export class RSession implements SessionInfo {
   private readonly queue: Job[] = [];
   private active = false;
   private ended = false;
+  private endReason: Fault | undefined;
   private readonly endListeners: Array<() => void> = [];
 
   constructor(
@@ -98,11 +102,11 @@ export class RSession implements SessionInfo {
 
   /** The value of `script` (JSON text or R serialization bytes); an R error is an `invalid` fault. */
   async eval(script: Uint8Array, format: ValueFormat, sink?: EventSink, signal?: AbortSignal): Promise<Buffer> {
-    return valueOf(await this.schedule(evalFrame(script, format, sink !== undefined), sink, signal));
+    return this.valueOf(await this.schedule(evalFrame(script, format, sink !== undefined), sink, signal));
   }
 
   async assign(symbol: string, source: AssignSource, signal?: AbortSignal): Promise<void> {
-    valueOf(await this.schedule(assignFrame(symbol, source), undefined, signal));
+    this.valueOf(await this.schedule(assignFrame(symbol, source), undefined, signal));
   }
 
   submitEval(script: Uint8Array, format: ValueFormat): CommandEntry {
@@ -128,7 +132,7 @@ export class RSession implements SessionInfo {
     if (this.ended) return;
     this.ended = true;
     this.child.kill();
-    const reason = sessionEnded();
+    const reason = this.endedFault();
     for (const job of this.queue.splice(0)) job.drop(reason);
     for (const listener of this.endListeners.splice(0)) listener();
     await this.dispose();
@@ -153,7 +157,7 @@ export class RSession implements SessionInfo {
         entry.started();
         const outcome = await this.execute(frame);
         if (outcome.ok) entry.completed(withResult ? outcome.value : undefined);
-        else entry.failed(outcome.error);
+        else entry.failed(outcome.ended ? this.endedFault().message : outcome.error);
       },
       drop: (reason) => entry.failed(reason.message),
     });
@@ -218,8 +222,19 @@ export class RSession implements SessionInfo {
     return watch;
   }
 
+  private valueOf(outcome: Outcome): Buffer {
+    if (!outcome.ok) throw outcome.ended ? this.endedFault() : rError(outcome.error);
+    return outcome.value;
+  }
+
+  /** Why the session ended, for every call that meets its end: its memory, when the kernel ended it for that. */
+  private endedFault(): Fault {
+    this.endReason ??= this.options.endedBy?.();
+    return this.endReason ?? sessionEnded();
+  }
+
   private enqueue(job: Job): void {
-    if (this.ended) return job.drop(sessionEnded());
+    if (this.ended) return job.drop(this.endedFault());
     this.queue.push(job);
     this.pump();
   }
@@ -236,7 +251,4 @@ export class RSession implements SessionInfo {
   }
 }
 
-function valueOf(outcome: Outcome): Buffer {
-  if (!outcome.ok) throw outcome.ended ? sessionEnded() : rError(outcome.error);
-  return outcome.value;
-}
+

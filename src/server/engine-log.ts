@@ -19,6 +19,8 @@ export function engineLog(logger: Logger): (event: EngineEvent) => void {
         return logger.info("R session closed", { session: e.id, user: e.user });
       case "session-reaped":
         return logger.info("R session idle, closing", { session: e.id, user: e.user });
+      case "session-out-of-memory":
+        return logger.warn(e.reason, { session: e.id, user: e.user });
       case "spare-died":
         return logger.warn("spare R session process died; another is forked at the next session or check");
     }

@@ -42,6 +42,11 @@ export class ServiceMetrics {
   private readonly serverCrashes = new Counter({ name: "rock_r_server_crashes_total", help: "R server exits nobody asked for", registers: [this.registry] });
   private readonly sessionsOpened = new Counter({ name: "rock_r_sessions_opened_total", help: "R sessions opened", registers: [this.registry] });
   private readonly sessionsReaped = new Counter({ name: "rock_r_sessions_reaped_total", help: "R sessions closed for being idle", registers: [this.registry] });
+  private readonly sessionsOutOfMemory = new Counter({
+    name: "rock_r_sessions_out_of_memory_total",
+    help: "R sessions the kernel ended for their memory limit or the sessions' memory budget",
+    registers: [this.registry],
+  });
   private readonly registrations = new Counter({
     name: "rock_opal_registrations_total",
     help: "Attempts to register with Opal (and to unregister at the stop) by outcome: registered, refused, unreachable, unregistered, unregister-failed",
@@ -81,5 +86,6 @@ export class ServiceMetrics {
     else if (e.kind === "server-crashed") this.serverCrashes.inc();
     else if (e.kind === "session-opened") this.sessionsOpened.inc();
     else if (e.kind === "session-reaped") this.sessionsReaped.inc();
+    else if (e.kind === "session-out-of-memory") this.sessionsOutOfMemory.inc();
   };
 }

@@ -1,0 +1,174 @@
+import { expect } from "chai";
+import { existsSync, readFileSync } from "node:fs";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { CgroupTree } from "../../src/r/confine/cgroups.js";
+import type { Logger } from "../../src/server/logger.js";
+import { connectClient, rest } from "../support/clients.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+const RSCRIPT = { "content-type": "application/x-rscript", accept: "application/json" };
+const admin = { user: "admin", password: "admin" };
+
+/** Why these tests cannot run here, printed; undefined when they can (root, cgroup v1 writable). */
+function unavailable(): string | undefined {
+  if (process.getuid?.() !== 0) return "not root";
+  const tree = CgroupTree.open(`rock-quota-probe-${process.pid}`, 0);
+  if (!(tree instanceof CgroupTree)) return tree.unavailable;
+  tree.close();
+  return undefined;
+}
+
+async function open(server: TestServer): Promise<string> {
+  const created = await rest(server.url, "POST", "/r/sessions", admin);
+  expect(created.status, created.text).to.equal(201);
+  return created.json<{ id: string }>().id;
+}
+
+const evaluate = (server: TestServer, id: string, code: string) => rest(server.url, "POST", `/r/session/${id}/_eval`, { ...admin, headers: RSCRIPT, body: code });
+
+/** The cgroup (memory hierarchy) a process is in. */
+function memoryGroupOf(pid: number): string {
+  return /^\d+:memory:(.*)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, "utf8"))?.[1] ?? "";
+}
+
+describe("quotas: one session cannot starve the others (cgroups, as root)", function () {
+  this.timeout(120_000);
+  before(function () {
+    const why = unavailable();
+    if (why !== undefined) {
+      console.log(`      skipped: ${why}`);
+      this.skip();
+    }
+  });
+
+  describe("a session's memory", () => {
+    let server: TestServer;
+    const warnings: string[] = [];
+    before(async () => {
+      const logger: Logger = { info: () => {}, error: () => {}, warn: (msg) => void warnings.push(msg) };
+      server = await startTestServer({ r: { startOnBoot: true, sessionMemoryMb: 150, spareSessions: 0 }, logger });
+    });
+    after(() => server?.stop());
+
+    it("puts each session's processes in a group of their own, out of the service's, and first in line for the OOM killer", async () => {
+      const id = await open(server);
+      const pid = Number((await evaluate(server, id, "Sys.getpid()")).text);
+      expect(memoryGroupOf(pid)).to.match(new RegExp(`/rock-sessions-[0-9-]+/${id}$`));
+      expect(memoryGroupOf(process.pid)).to.not.include("rock-sessions");
+      expect(readFileSync(`/proc/${pid}/oom_score_adj`, "utf8").trim()).to.equal("1000");
+      // -1000 needs CAP_SYS_RESOURCE; without it the service stays at what it had (never above the sessions).
+      expect(Number(readFileSync("/proc/self/oom_score_adj", "utf8").trim())).to.be.at.most(0);
+      const child = Number((await evaluate(server, id, "p <- parallel::mcparallel(Sys.sleep(30)); p$pid")).text);
+      expect(memoryGroupOf(child), "what the session starts").to.equal(memoryGroupOf(pid));
+      expect((await rest(server.url, "DELETE", `/r/session/${id}`, admin)).status).to.equal(204);
+      expect(existsSync(`/sys/fs/cgroup/memory${memoryGroupOf(process.pid)}`)).to.equal(true);
+    });
+
+    it("ends a session past its limit alone, saying so to the running call and every later one (REST, gRPC, a command); a neighbour keeps answering", async () => {
+      const [greedy, neighbour] = [await open(server), await open(server)];
+      expect((await evaluate(server, neighbour, "y <- 1:10; sum(y)")).text).to.equal("55");
+      const running = await evaluate(server, greedy, "x <- numeric(40e6); length(x)");
+      expect(running.status, running.text).to.equal(429);
+      const message = "R session ended: memory limit of 150 MiB reached";
+      expect(running.json<{ message: string }>().message).to.equal(message);
+      const later = await evaluate(server, greedy, "1");
+      expect(later.status).to.equal(429);
+      expect(later.json<{ message: string }>().message).to.equal(message);
+      const overGrpc = await connectClient(RService, server.port, "grpc", "admin")
+        .getSession({ id: greedy })
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
+      expect(overGrpc?.code).to.equal(Code.ResourceExhausted);
+      expect(overGrpc?.rawMessage).to.equal(message);
+      expect((await evaluate(server, neighbour, "sum(y) + 1")).text).to.equal("56");
+      expect(warnings).to.include(message);
+      const metrics = await rest(server.url, "GET", "/metrics", admin);
+      expect(metrics.text).to.match(/^rock_r_sessions_out_of_memory_total 1$/m);
+
+      // A command's error says it too.
+      const third = await open(server);
+      const submitted = await rest(server.url, "POST", `/r/session/${third}/_eval?async=true`, { ...admin, headers: RSCRIPT, body: "x <- numeric(40e6); 1" });
+      const command = submitted.json<{ id: string }>().id;
+      let status: { status: string; error?: string } | undefined;
+      for (let i = 0; i < 50 && status?.status !== "FAILED"; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const got = await rest(server.url, "GET", `/r/session/${third}/command/${command}`, admin);
+        if (got.status !== 200) break;
+        status = got.json();
+      }
+      expect(status?.error ?? (await rest(server.url, "GET", `/r/session/${third}/command/${command}`, admin)).json<{ message: string }>().message).to.equal(message);
+    });
+
+    it("no longer bounds a session's address space (RLIMIT_AS): code that reserves more than it uses runs", async () => {
+      const id = await open(server);
+      // 1 GiB of address space reserved, a few pages touched: RLIMIT_AS of 150 MiB would refuse it.
+      expect((await evaluate(server, id, "as.numeric(grepl('unlimited', system('ulimit -v', intern = TRUE)))")).text).to.equal("1");
+    });
+  });
+
+  describe("all sessions' memory together", () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer({ r: { startOnBoot: true, sessionMemoryMb: 250, sessionsMemoryMb: 1500, spareSessions: 0, maxSessionsPerUser: 0 } });
+    });
+    after(() => server?.stop());
+
+    it("20 sessions each taking 80% of their limit at once: sessions are ended, never the server; new ones are refused 429 while the budget is full", async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 20; i++) ids.push(await open(server));
+      // Each holds 80% of its 250 MiB (a forked R's own pages, ~60 MiB once its heap is written, and
+      // 17.5e6 doubles) and stays busy holding it: 20 × 200 MiB against a budget of 1500.
+      const answers = await Promise.all(ids.map((id) => evaluate(server, id, "x <- numeric(17.5e6); Sys.sleep(3); length(x)")));
+      const ended = answers.filter((a) => a.status === 429);
+      const served = answers.filter((a) => a.status === 200);
+      expect(ended.length + served.length, answers.map((a) => a.status).join(",")).to.equal(20);
+      expect(ended.length, "sessions the budget ended").to.be.greaterThan(0);
+      expect(served.length, "sessions that fit").to.be.greaterThan(0);
+      for (const a of ended) expect(a.json<{ message: string }>().message).to.match(/^R session ended: the R sessions' memory budget of 1500 MiB \(r.sessionsMemoryMb\) was reached$/);
+      expect((await rest(server.url, "GET", "/_check", {})).status, "the server").to.equal(200);
+      // The survivors still hold their memory: the budget has no room for a new session.
+      const refused = await rest(server.url, "POST", "/r/sessions", admin);
+      if (refused.status === 429) expect(refused.json<{ message: string }>().message).to.include("memory budget of 1500 MiB");
+      // Freed, it has.
+      expect((await rest(server.url, "DELETE", "/r/sessions", admin)).status).to.be.oneOf([200, 204]);
+      const fresh = await open(server);
+      expect((await evaluate(server, fresh, "1+1")).text).to.equal("2");
+    });
+  });
+
+  describe("CPU", () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer({ r: { startOnBoot: true, spareSessions: 0, maxSessionsPerUser: 0 } });
+    });
+    after(() => server?.stop());
+
+    it("two sessions busy in 8 children each leave a third session's 1+1 under 50 ms p95, and a fair share of the CPU", async () => {
+      const busy = [await open(server), await open(server)];
+      for (const id of busy) {
+        const started = await evaluate(server, id, "for (i in 1:8) parallel::mcparallel(repeat {}); 'spinning'");
+        expect(started.text).to.equal('"spinning"');
+      }
+      const third = await open(server);
+      await evaluate(server, third, "1+1");
+      const times: number[] = [];
+      for (let i = 0; i < 60; i++) {
+        const t = performance.now();
+        const answer = await evaluate(server, third, "1+1");
+        times.push(performance.now() - t);
+        expect(answer.text).to.equal("2");
+      }
+      times.sort((a, b) => a - b);
+      const p95 = times[Math.floor(times.length * 0.95)]!;
+      // The share the third session gets when it computes too: its group weighs what each busy one does,
+      // a third of the two cores (without groups it would be one process among 17: an eighth of a core).
+      const share = Number((await evaluate(server, third, "t <- proc.time(); while ((proc.time() - t)[['elapsed']] < 2) NULL; (proc.time() - t)[['user.self']] / 2")).text);
+      await rest(server.url, "DELETE", "/r/sessions", admin);
+      expect(p95, `p50 ${times[30]!.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms`).to.be.lessThan(50);
+      expect(share, "cores the third session got").to.be.greaterThan(0.4);
+    });
+  });
+});
