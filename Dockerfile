@@ -25,6 +25,9 @@ RUN apt-get update \
 RUN mkdir -p /opt/rlib \
  && Rscript -e "install.packages('unix', lib = '/opt/rlib', repos = '${CRAN}')" \
  && Rscript -e "library(unix, lib.loc = '/opt/rlib'); cat('unix', format(packageVersion('unix', lib.loc = '/opt/rlib')), '\n')"
+# rocksandbox (this repository's, C): sessions' private /tmp where the container is given CAP_SYS_ADMIN.
+COPY src/r/sandbox /tmp/rocksandbox
+RUN R CMD INSTALL -l /opt/rlib /tmp/rocksandbox && rm -rf /tmp/rocksandbox
 
 # ---- Node dependencies (production only: tsx is a runtime dependency, the server runs through it)
 FROM ${BASE} AS node-deps
@@ -48,6 +51,7 @@ RUN apt-get update \
       r-base-core r-cran-jsonlite tini ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=unix-build /opt/rlib/unix /usr/local/lib/R/site-library/unix
+COPY --from=unix-build /opt/rlib/rocksandbox /usr/local/lib/R/site-library/rocksandbox
 RUN Rscript -e "library(unix); library(jsonlite)"
 
 WORKDIR /app

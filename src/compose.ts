@@ -16,6 +16,7 @@ import { ConsoleLog } from "./r/console-log.js";
 import { assertPrivateConfig, protectDataFolder } from "./r/confine/data-folder.js";
 import { decideIsolation, sessionsRoot } from "./r/confine/isolation.js";
 import { protectFromOomKiller, SessionQuotas } from "./r/confine/quotas.js";
+import { hasCapability, SYS_ADMIN } from "./cli/capabilities.js";
 import { REngine } from "./r/engine.js";
 import { PackageManager } from "./r/packages/index.js";
 import { drainPolicy } from "./server/drain-policy.js";
@@ -93,6 +94,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       log,
       newSessionId: () => taggedSessionId(peers.selfTag),
       ...(quotas ? { quotas } : {}),
+      privateTmp: privateSessionTmp(config, isolation.isolated, logger),
       ...(config.packages.library ? { library: config.packages.library } : {}),
       onEvent: (event) => {
         logEngine(event);
@@ -100,7 +102,12 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       },
     });
     // After the engine: its gauges read it.
-    if (config.metrics.enabled) metrics = new ServiceMetrics({ sessions: () => sessionCounts(engine) });
+    if (config.metrics.enabled) {
+      metrics = new ServiceMetrics({
+        sessions: () => sessionCounts(engine),
+        ...(quotas ? { sessionsUsage: () => ({ memoryBytes: quotas.memoryBytes(), cpuSeconds: quotas.cpuSeconds() }) } : {}),
+      });
+    }
     const callSinks = [...(config.log.level === "silent" ? [] : [accessLog(logger)]), ...(metrics ? [metrics.recordCall] : [])];
     // Rock unregisters once R stopped: the cleanups run in reverse, so this one after the engine's.
     let opal: OpalRegistration | undefined;
@@ -241,4 +248,12 @@ function sessionQuotas(config: Config, isolated: boolean, logger: Logger): Sessi
     logger.warn("the service cannot take itself out of the OOM killer's reach (oom_score_adj -1000 needs CAP_SYS_RESOURCE): sessions (+1000) stay its first choice");
   }
   return opened;
+}
+
+/** r.sessionTmp private: a mount namespace per session, which takes CAP_SYS_ADMIN (a container may lack it). */
+function privateSessionTmp(config: Config, isolated: boolean, logger: Logger): boolean {
+  if (!isolated || config.r.sessionTmp !== "private") return false;
+  if (hasCapability(SYS_ADMIN)) return true;
+  logger.warn("R sessions share the host's /tmp, /var/tmp and /dev/shm: a mount namespace per session needs CAP_SYS_ADMIN, which this process lacks (r.sessionTmp: shared says this is meant)");
+  return false;
 }

@@ -20,6 +20,13 @@ export const ISOLATION_CAPABILITIES: ReadonlyArray<{ readonly name: string; read
  * undefined when that cannot be told (not Linux).
  */
 export function missingIsolationCapabilities(status?: string): typeof ISOLATION_CAPABILITIES | undefined {
+  const effective = effectiveCapabilities(status);
+  if (effective === undefined) return undefined;
+  return ISOLATION_CAPABILITIES.filter((c) => (effective & (1n << BigInt(c.bit))) === 0n);
+}
+
+/** The effective capability set of `status` (this process's by default); undefined where it cannot be read. */
+function effectiveCapabilities(status?: string): bigint | undefined {
   let text = status;
   if (text === undefined) {
     try {
@@ -29,9 +36,7 @@ export function missingIsolationCapabilities(status?: string): typeof ISOLATION_
     }
   }
   const hex = /^CapEff:\s*([0-9a-f]+)$/im.exec(text)?.[1];
-  if (hex === undefined) return undefined;
-  const effective = BigInt(`0x${hex}`);
-  return ISOLATION_CAPABILITIES.filter((c) => (effective & (1n << BigInt(c.bit))) === 0n);
+  return hex === undefined ? undefined : BigInt(`0x${hex}`);
 }
 
 /** Why a start as root lacking `missing` is refused, and what to do. */
@@ -43,4 +48,13 @@ export function missingCapabilitiesMessage(missing: typeof ISOLATION_CAPABILITIE
     `(${missing.map((c) => `${c.name}: ${c.use}`).join("; ")}). ` +
     `Add ${missing.length === 1 ? "it" : "them"} (docker run ${names.map((n) => `--cap-add ${n}`).join(" ")}; compose: cap_add)`
   );
+}
+
+/** CAP_SYS_ADMIN: making a mount namespace (sessions' private temporary folders). */
+export const SYS_ADMIN = 21;
+
+/** Whether this process has capability `bit` in its effective set (false where that cannot be told). */
+export function hasCapability(bit: number): boolean {
+  const effective = effectiveCapabilities();
+  return effective !== undefined && (effective & (1n << BigInt(bit))) !== 0n;
 }

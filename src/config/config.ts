@@ -157,6 +157,12 @@ export interface RConfig {
    * `off`: the rlimits alone.
    */
   readonly quotas: QuotaMode;
+  /**
+   * `private`: each isolated session sees /tmp, /var/tmp and /dev/shm of its own (a mount namespace,
+   * empty at its start, gone at its end) where the service may make one (CAP_SYS_ADMIN), said at start
+   * otherwise; `shared`: the host's.
+   */
+  readonly sessionTmp: SessionTmpMode;
   /** All sessions' memory together (with quotas), MiB; <= 0: no budget. Default: 3/4 of the host's memory. */
   readonly sessionsMemoryMb: number;
   /** Each session's CPU in cores at most (with quotas); <= 0: no cap, sessions share by equal weight. */
@@ -193,6 +199,7 @@ export interface RConfig {
 
 export type IsolationMode = "auto" | "required";
 export type QuotaMode = "auto" | "required" | "off";
+export type SessionTmpMode = "private" | "shared";
 
 export interface PackagesConfig {
   /**

@@ -6,7 +6,7 @@ import { parse as parseYaml } from "yaml";
 import { parseNetwork } from "../auth/open-networks.js";
 import { parsePeers, PeerTable } from "../cluster/peers.js";
 import { parseSecret } from "../auth/secret-format.js";
-import type { Config, IsolationMode, LogFormat, LogLevel, QuotaMode, UserConfig } from "./config.js";
+import type { Config, IsolationMode, LogFormat, LogLevel, QuotaMode, SessionTmpMode, UserConfig } from "./config.js";
 
 /** Every setting has a default: the server runs with no file and no environment. */
 export function defaults(): Config {
@@ -33,6 +33,7 @@ export function defaults(): Config {
       sessionsDir: "",
       setupLibrary: fileURLToPath(new URL("../../r-library", import.meta.url)),
       quotas: "auto",
+      sessionTmp: "private",
       sessionsMemoryMb: Math.floor((os.totalmem() / 1048576) * 0.75),
       sessionCpuCores: 0,
       sessionMemoryMb: 4096,
@@ -262,6 +263,7 @@ function applyEnv(c: Config, env: Env): Config {
       sessionsDir: env.ROCK_R_SESSIONS_DIR ?? c.r.sessionsDir,
       setupLibrary: path.resolve(env.ROCK_R_SETUP_LIBRARY ?? c.r.setupLibrary),
       quotas: (env.ROCK_R_QUOTAS ?? c.r.quotas) as QuotaMode,
+      sessionTmp: (env.ROCK_R_SESSION_TMP ?? c.r.sessionTmp) as SessionTmpMode,
       sessionsMemoryMb: num("ROCK_R_SESSIONS_MEMORY_MB", c.r.sessionsMemoryMb),
       sessionCpuCores: num("ROCK_R_SESSION_CPU_CORES", c.r.sessionCpuCores),
       sessionMemoryMb: num("ROCK_R_SESSION_MEMORY_MB", c.r.sessionMemoryMb),
@@ -364,6 +366,7 @@ function validate(c: Config): Config {
   if (!ISOLATION_MODES.includes(c.r.isolation)) {
     throw new Error(`r.isolation: expected one of ${ISOLATION_MODES.join(", ")}, not '${c.r.isolation}'`);
   }
+  if (!(["private", "shared"] as const).includes(c.r.sessionTmp)) throw new Error(`r.sessionTmp: expected private or shared, not '${c.r.sessionTmp}'`);
   if (!QUOTA_MODES.includes(c.r.quotas)) throw new Error(`r.quotas: expected one of ${QUOTA_MODES.join(", ")}, not '${c.r.quotas}'`);
   if (!LOG_LEVELS.includes(c.log.level)) throw new Error(`log.level: expected one of ${LOG_LEVELS.join(", ")}, not '${c.log.level}'`);
   if (!LOG_FORMATS.includes(c.log.format)) throw new Error(`log.format: expected one of ${LOG_FORMATS.join(", ")}, not '${c.log.format}'`);

@@ -239,14 +239,16 @@ export interface ForkRequest {
 /** Payload: NUL-separated fields (paths cannot hold NUL), the identity's four last when isolated. */
 export function forkFrame(fork: ForkRequest): Buffer {
   const { token, workDir, tmpDir, identity } = fork;
-  const confined = identity ? `\0${identity.uid}\0${identity.gid}\0${identity.memoryBytes}\0${identity.processes}` : "";
+  const confined = identity ? `\0${identity.uid}\0${identity.gid}\0${identity.memoryBytes}\0${identity.processes}\0${identity.privateTmp ? 1 : 0}` : "";
   return encodeFrame(Request.fork, Buffer.from(`${token}\0${workDir}\0${tmpDir}${confined}`, "utf8"));
 }
 
 export function decodeFork(payload: Buffer): ForkRequest {
-  const [token = "", workDir = "", tmpDir = "", uid, gid, memoryBytes, processes] = payload.toString("utf8").split("\0");
+  const [token = "", workDir = "", tmpDir = "", uid, gid, memoryBytes, processes, privateTmp] = payload.toString("utf8").split("\0");
   const identity =
-    uid === undefined ? undefined : { uid: Number(uid), gid: Number(gid), memoryBytes: Number(memoryBytes), processes: Number(processes) };
+    uid === undefined
+      ? undefined
+      : { uid: Number(uid), gid: Number(gid), memoryBytes: Number(memoryBytes), processes: Number(processes), privateTmp: privateTmp === "1" };
   return identity ? { token, workDir, tmpDir, identity } : { token, workDir, tmpDir };
 }
 

@@ -52,6 +52,8 @@ export interface SessionIdentity {
   readonly memoryBytes: number;
   /** RLIMIT_NPROC; 0: none. */
   readonly processes: number;
+  /** /tmp, /var/tmp and /dev/shm of its own (a mount namespace; package rocksandbox). */
+  readonly privateTmp: boolean;
 }
 
 interface PendingFork {

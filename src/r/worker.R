@@ -256,11 +256,13 @@ local({
     } else stop("unknown frame type ", type)
   }
 
-  # Limits first (a lowered hard limit cannot be raised again by the uid), then the gid while still
-  # root, then the uid. The server runs with no supplementary groups (Node drops them when it starts
+  # Private temporary folders and limits first (a lowered hard limit cannot be raised again by the
+  # uid), then the gid while still root, then the uid. The server runs with no supplementary groups (Node drops them when it starts
   # it), so none is kept. Any failure ends the child before it connects: it never serves as root.
-  confine <- function(uid, gid, memory, processes) {
+  confine <- function(uid, gid, memory, processes, private_tmp, home) {
     ok <- tryCatch({
+      # Still root: a mount namespace of its own with empty /tmp, /var/tmp and /dev/shm.
+      if (private_tmp) rocksandbox::private_tmp(home)
       if (memory > 0) unix::rlimit_as(memory, memory)
       if (processes > 0) unix::rlimit_nproc(processes, processes)
       unix::setgid(gid)
@@ -402,7 +404,7 @@ local({
       child <- tryCatch(
         mcparallel({
           close(ctl)
-          if (isolated) confine(as.integer(args[4L]), as.integer(args[5L]), as.numeric(args[6L]), as.numeric(args[7L]))
+          if (isolated) confine(as.integer(args[4L]), as.integer(args[5L]), as.numeric(args[6L]), as.numeric(args[7L]), identical(args[8L], "1"), dirname(args[2L]))
           session(args[1L], args[2L], args[3L])
         }, detached = TRUE),
         error = function(e) e)

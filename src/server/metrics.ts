@@ -8,6 +8,8 @@ import type { CallRecord } from "./call-observer.js";
 export interface MetricsSources {
   /** R sessions now: open, and busy evaluating. */
   readonly sessions: () => { readonly total: number; readonly busy: number };
+  /** With quotas: what all sessions' control groups account, memory now and CPU so far. */
+  readonly sessionsUsage?: () => { readonly memoryBytes: number; readonly cpuSeconds: number };
 }
 
 /** RPCs that evaluate R code, and those that operate on packages (RService method names). */
@@ -58,6 +60,11 @@ export class ServiceMetrics {
     const registers = [this.registry];
     new Gauge({ name: "rock_r_sessions_open", help: "R sessions open", registers, collect() { this.set(sources.sessions().total); } });
     new Gauge({ name: "rock_r_sessions_busy", help: "R sessions evaluating", registers, collect() { this.set(sources.sessions().busy); } });
+    const usage = sources.sessionsUsage;
+    if (usage) {
+      new Gauge({ name: "rock_r_sessions_memory_bytes", help: "Memory all R sessions use now (their control groups, with quotas)", registers, collect() { this.set(usage().memoryBytes); } });
+      new Gauge({ name: "rock_r_sessions_cpu_seconds", help: "CPU time all R sessions used since the start (their control groups, with quotas)", registers, collect() { this.set(usage().cpuSeconds); } });
+    }
     collectDefaultMetrics({ register: this.registry });
   }
 

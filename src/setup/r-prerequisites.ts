@@ -5,8 +5,9 @@
  * package runner append to `.libPaths()`. A service that listens with an R that can never start is the
  * worst of both, so when a package cannot be provided the start stops, saying in one line what to do.
  */
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
 import { canInstallDebianPackages, installDebianPackages } from "./debian-packages.js";
 import { runR } from "./r-command.js";
 import { SetupError } from "./setup-error.js";
@@ -185,4 +186,49 @@ function names(list: readonly string[]): string {
 
 function plural(list: readonly string[]): string {
   return list.length > 1 ? "s" : "";
+}
+
+const INSTALLED_VERSION = String.raw`
+lib <- Sys.getenv("ROCK_SETUP_LIB")
+if (dir.exists(lib)) .libPaths(c(.libPaths(), lib))
+# R's libraries first, as the R server searches them (a container image carries it in the site library).
+v <- tryCatch(format(utils::packageVersion(Sys.getenv("ROCK_SETUP_PACKAGE"))), error = function(e) "")
+cat("version\t", v, "\n", sep = "")
+`;
+
+const INSTALL_SOURCE = String.raw`
+withCallingHandlers(
+  utils::install.packages(Sys.getenv("ROCK_SETUP_SOURCE"), lib = Sys.getenv("ROCK_SETUP_LIB"), repos = NULL, type = "source", quiet = TRUE),
+  warning = function(w) cat("rock-setup-warning\t", gsub("\n", " ", conditionMessage(w)), "\n", sep = "")
+)
+.libPaths(c(Sys.getenv("ROCK_SETUP_LIB"), .libPaths()))
+if (!requireNamespace(Sys.getenv("ROCK_SETUP_PACKAGE"), quietly = TRUE)) quit(save = "no", status = 3)
+`;
+
+/**
+ * A package of this checkout's (its source folder `source`) built into the setup library unless the
+ * version R finds is the source's: built from a copy, so that no build output lands in the checkout.
+ */
+export async function ensureLocalRPackage(options: { readonly rExecutable: string; readonly library: string; readonly source: string; readonly progress: (line: string) => void }): Promise<boolean> {
+  const description = readFileSync(join(options.source, "DESCRIPTION"), "utf8");
+  const name = /^Package:\s*(\S+)/m.exec(description)?.[1] ?? basename(options.source);
+  const wanted = /^Version:\s*(\S+)/m.exec(description)?.[1];
+  const probe = await runR(options.rExecutable, INSTALLED_VERSION, { ROCK_SETUP_PACKAGE: name, ROCK_SETUP_LIB: options.library });
+  if (/^version\t(.*)$/m.exec(probe.output)?.[1]?.trim() === wanted) return false;
+  options.progress(`building R package '${name}' ${wanted ?? ""} (this checkout's, compiled here) into ${options.library}`);
+  mkdirSync(options.library, { recursive: true, mode: 0o755 });
+  const work = mkdtempSync(join(tmpdir(), "rock-setup-"));
+  try {
+    const copy = join(work, name);
+    cpSync(options.source, copy, { recursive: true });
+    const log = join(options.library, `install-${name}.log`);
+    const run = await runR(options.rExecutable, INSTALL_SOURCE, { ROCK_SETUP_SOURCE: copy, ROCK_SETUP_LIB: options.library, ROCK_SETUP_PACKAGE: name }, log);
+    if (run.code !== 0) {
+      const why = run.output.split("\n").find((l) => l.startsWith("rock-setup-warning\t"))?.slice("rock-setup-warning\t".length) ?? lastLine(run.output);
+      throw new SetupError(`could not build the R package '${name}' of this checkout: ${why} (log: ${log}); it needs a C compiler and R's headers (Debian: apt-get install gcc libc6-dev make)`);
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return true;
 }

@@ -1,6 +1,11 @@
 import type { Config } from "../config/config.js";
 import { decideIsolation } from "../r/confine/isolation.js";
-import { ensureRPackages, serviceRPackages } from "./r-prerequisites.js";
+import { fileURLToPath } from "node:url";
+import { hasCapability, SYS_ADMIN } from "../cli/capabilities.js";
+import { ensureLocalRPackage, ensureRPackages, serviceRPackages } from "./r-prerequisites.js";
+
+/** The source of the R package that gives sessions their private temporary folders. */
+const SANDBOX_SOURCE = fileURLToPath(new URL("../r/sandbox", import.meta.url));
 
 export interface SetupOptions {
   /** May install a C compiler with apt when one is missing (`rock-ts setup`, run by `npm install`). */
@@ -24,5 +29,8 @@ export async function prepareService(config: Config, options: SetupOptions): Pro
     systemPackages: options.systemPackages,
     progress: options.progress,
   });
+  // Private temporary folders for isolated sessions where the service may make mount namespaces: this
+  // checkout's package rocksandbox (C), built once the compiler is there (the packages above needed it).
+  if (isolated && config.r.sessionTmp === "private" && hasCapability(SYS_ADMIN)) await ensureLocalRPackage({ rExecutable: config.r.executable, library: config.r.setupLibrary, source: SANDBOX_SOURCE, progress: options.progress });
   return { ...config, packages: { ...config.packages, repos: ready.repos } };
 }

@@ -179,9 +179,13 @@ describe("session files", function () {
       if (process.getuid?.() !== 0) this.skip();
     });
 
-    /** R, in the background of the session: `sub` flips between a folder and a symlink to `outside`. */
+    /**
+     * R, in the background of the session: `sub` flips between a folder and a symlink to `outside`. The
+     * folder stays a fraction of a millisecond each time: under load the loop otherwise left it in place
+     * too rarely for 12,000 downloads to meet it (CI).
+     */
     const flipSub = (target: string): string =>
-      `dir.create('sub'); writeLines('mine', 'sub/x.txt'); parallel::mcparallel(repeat { file.rename('sub', 'sub.real'); file.symlink('${target}', 'sub'); unlink('sub'); file.rename('sub.real', 'sub') }, detached = TRUE); TRUE`;
+      `dir.create('sub'); writeLines('mine', 'sub/x.txt'); parallel::mcparallel(repeat { file.rename('sub', 'sub.real'); file.symlink('${target}', 'sub'); unlink('sub'); file.rename('sub.real', 'sub'); Sys.sleep(0.0002) }, detached = TRUE); TRUE`;
 
     it("never writes outside the session when a checked folder is swapped for a symlink", async () => {
       await session.eval(text(flipSub(outside)), "json");

@@ -87,6 +87,9 @@ describe("quotas: one session cannot starve the others (cgroups, as root)", func
       expect(warnings).to.include(message);
       const metrics = await rest(server.url, "GET", "/metrics", admin);
       expect(metrics.text).to.match(/^rock_r_sessions_out_of_memory_total 1$/m);
+      // The neighbour's memory and everyone's CPU time so far, as the sessions' groups account them.
+      expect(Number(/^rock_r_sessions_memory_bytes (\S+)$/m.exec(metrics.text)?.[1])).to.be.greaterThan(0);
+      expect(Number(/^rock_r_sessions_cpu_seconds (\S+)$/m.exec(metrics.text)?.[1])).to.be.greaterThan(0);
 
       // A command's error says it too.
       const third = await open(server);

@@ -3,8 +3,8 @@ import { execa } from "execa";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { DEFAULT_REPOSITORY, ensureRPackages, missingRPackages } from "../../src/setup/r-prerequisites.js";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { DEFAULT_REPOSITORY, ensureLocalRPackage, ensureRPackages, missingRPackages } from "../../src/setup/r-prerequisites.js";
 import { SetupError } from "../../src/setup/setup-error.js";
 import { runMain } from "../support/main-process.js";
 
@@ -148,6 +148,28 @@ describe("setup: the R packages the service needs, provided before it listens", 
     expect(run.stderr).to.include("installing R package 'jsonlite'");
     expect(run.stderr).to.include("could not install the R package 'jsonlite' from http://127.0.0.1:9");
     expect(run.stderr).to.not.include("listening");
+  });
+
+  it("builds this checkout's rocksandbox into the setup library from a copy (nothing built lands in the checkout), once", async () => {
+    const source = fileURLToPath(new URL("../../src/r/sandbox", import.meta.url));
+    const library = join(root, "lib-local");
+    // R's own libraries must not hold it, or there is nothing to build: hide the site libraries.
+    const saved = process.env.R_LIBS_SITE;
+    process.env.R_LIBS_SITE = join(root, "no-site");
+    mkdirSync(process.env.R_LIBS_SITE, { recursive: true });
+    try {
+      const lines: string[] = [];
+      expect(await ensureLocalRPackage({ rExecutable: "R", library, source, progress: (l) => lines.push(l) })).to.equal(true);
+      expect(lines).to.have.length(1);
+      expect(lines[0]).to.include("'rocksandbox' 0.1.0");
+      expect(readdirSync(join(source, "src")).sort(), "the checkout's source folder").to.deep.equal(["sandbox.c"]);
+      expect(readdirSync(library)).to.include("rocksandbox");
+      expect(await ensureLocalRPackage({ rExecutable: "R", library, source, progress: (l) => lines.push(l) })).to.equal(false);
+      expect(lines).to.have.length(1);
+    } finally {
+      if (saved === undefined) delete process.env.R_LIBS_SITE;
+      else process.env.R_LIBS_SITE = saved;
+    }
   });
 
   it("rock-ts setup says R is ready when nothing is missing", async () => {

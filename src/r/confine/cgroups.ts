@@ -107,6 +107,11 @@ export class CgroupTree {
     return numberIn(join(this.bases.memory, "memory.usage_in_bytes"));
   }
 
+  /** CPU time all sessions used (those ended included), seconds. */
+  cpuSeconds(): number {
+    return numberIn(join(this.bases.cpuacct, "cpuacct.usage")) / 1e9;
+  }
+
   /** Removes session groups a crashed run left (their processes already ended); what stays is said. */
   removeLeftovers(): string[] {
     const left: string[] = [];

@@ -61,6 +61,11 @@ export class SessionQuotas {
     return this.tree.memoryBytes();
   }
 
+  /** CPU time all sessions used since the service started, seconds. */
+  cpuSeconds(): number {
+    return this.tree.cpuSeconds();
+  }
+
   session(id: string): SessionQuota {
     const { sessionMemoryMb, sessionCpuCores, sessionProcesses } = this.settings;
     const group = this.tree.session(id, { memoryBytes: mib(sessionMemoryMb), cpuCores: Math.max(0, sessionCpuCores), processes: Math.max(0, sessionProcesses) });

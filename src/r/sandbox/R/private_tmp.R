@@ -1,0 +1,4 @@
+# Gives this process (a forked session, still root) a mount namespace of its own in which /tmp,
+# /var/tmp and /dev/shm are empty tmpfs mounts of its own, gone with its last process. `home`, the
+# session's folder, stays reachable at its path when it lies under one of them.
+private_tmp <- function(home) invisible(.Call(rock_private_tmp, as.character(home)))

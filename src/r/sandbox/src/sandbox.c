@@ -1,0 +1,75 @@
+/* A session's private temporary folders: a mount namespace of its own (unshare), every mount made
+ * private there so nothing propagates back to the host, then a fresh tmpfs on /tmp, /var/tmp and
+ * /dev/shm. Runs in the forked session while it is still root, before it drops to its uid. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <R.h>
+#include <Rinternals.h>
+#include <R_ext/Rdynload.h>
+
+static const char *const TEMPORARY[] = {"/tmp", "/var/tmp", "/dev/shm"};
+
+static int is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* `path` lies strictly below `dir`. */
+static int below(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+/* mkdir -p, each new folder 0711: the session's uid must pass through them, and list none. */
+static int make_path(const char *path) {
+  char buf[4096];
+  if (strlen(path) >= sizeof buf) return -1;
+  strcpy(buf, path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0711) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return mkdir(buf, 0711) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static SEXP private_tmp(SEXP home_) {
+  const char *home = CHAR(STRING_ELT(home_, 0));
+  if (unshare(CLONE_NEWNS) != 0) error("rocksandbox: unshare: %s", strerror(errno));
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) error("rocksandbox: private mounts: %s", strerror(errno));
+  /* The session's folder, held open (in this namespace's mounts, so that it can be bound): a tmpfs
+   * about to cover its path must not hide it. */
+  int held = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (held < 0) error("rocksandbox: cannot open %s: %s", home, strerror(errno));
+  const char *covering = NULL;
+  for (size_t i = 0; i < sizeof TEMPORARY / sizeof *TEMPORARY; i++) {
+    const char *dir = TEMPORARY[i];
+    if (!is_dir(dir)) continue;
+    if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) error("rocksandbox: tmpfs on %s: %s", dir, strerror(errno));
+    if (below(home, dir)) covering = dir;
+  }
+  if (covering != NULL) {
+    char source[64];
+    snprintf(source, sizeof source, "/proc/self/fd/%d", held);
+    if (make_path(home) != 0) error("rocksandbox: cannot recreate %s: %s", home, strerror(errno));
+    if (mount(source, home, NULL, MS_BIND | MS_REC, NULL) != 0) error("rocksandbox: bind %s: %s", home, strerror(errno));
+  }
+  close(held);
+  return R_NilValue;
+}
+
+static const R_CallMethodDef CALLS[] = {{"rock_private_tmp", (DL_FUNC)&private_tmp, 1}, {NULL, NULL, 0}};
+
+void R_init_rocksandbox(DllInfo *info) {
+  R_registerRoutines(info, NULL, CALLS, NULL, NULL);
+  R_useDynamicSymbols(info, FALSE);
+  R_forceSymbols(info, TRUE);
+}

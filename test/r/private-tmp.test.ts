@@ -1,0 +1,78 @@
+import { expect } from "chai";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import { hasCapability, SYS_ADMIN } from "../../src/cli/capabilities.js";
+import { rest } from "../support/clients.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+const RSCRIPT = { "content-type": "application/x-rscript", accept: "application/json" };
+const admin = { user: "admin", password: "admin" };
+
+async function open(server: TestServer): Promise<string> {
+  const created = await rest(server.url, "POST", "/r/sessions", admin);
+  expect(created.status, created.text).to.equal(201);
+  return created.json<{ id: string }>().id;
+}
+const evaluate = async (server: TestServer, id: string, code: string): Promise<unknown> => {
+  const answer = await rest(server.url, "POST", `/r/session/${id}/_eval`, { ...admin, headers: RSCRIPT, body: code });
+  expect(answer.status, answer.text).to.equal(200);
+  return answer.json();
+};
+
+describe("private temporary folders: /tmp, /var/tmp and /dev/shm of each session's own (as root)", function () {
+  this.timeout(60_000);
+  let hostFile: string;
+  before(function () {
+    const why = process.getuid?.() !== 0 ? "not root" : !hasCapability(SYS_ADMIN) ? "no CAP_SYS_ADMIN" : undefined;
+    if (why) {
+      console.log(`      skipped: ${why}`);
+      this.skip();
+    }
+    hostFile = mkdtempSync(join(tmpdir(), "rock-host-visible-"));
+    writeFileSync(join(hostFile, "x"), "host");
+  });
+  after(() => hostFile && rmSync(hostFile, { recursive: true, force: true }));
+
+  describe("private (the default)", () => {
+    let server: TestServer;
+    before(async () => {
+      // One session uid: the next session runs as the uid of the one before.
+      const uid = 100_000 + Math.floor(Math.random() * 40_000) * 100;
+      server = await startTestServer({ r: { startOnBoot: true, spareSessions: 0, sessionUids: `${uid}-${uid}` } });
+    });
+    after(() => server?.stop());
+
+    it("hides the host's temporary files; the session's own folders and tempdir() work (its folder lies under /tmp here)", async () => {
+      const id = await open(server);
+      expect(await evaluate(server, id, `file.exists('${hostFile}/x')`)).to.equal(false);
+      expect(await evaluate(server, id, "length(setdiff(list.files('/tmp', all.files = TRUE, no.. = TRUE), strsplit(dirname(getwd()), '/')[[1]]))")).to.equal(0);
+      expect(await evaluate(server, id, "f <- tempfile(); writeLines('t', f); c(startsWith(f, dirname(getwd())), readLines(f))")).to.deep.equal(["TRUE", "t"]);
+      expect(await evaluate(server, id, "writeLines('w', 'here.txt'); readLines('here.txt')")).to.equal("w");
+      expect(basename(server.dataDir)).to.match(/^rock-test-/);
+      await rest(server.url, "DELETE", `/r/session/${id}`, admin);
+    });
+
+    it("makes what a session left in /tmp, /var/tmp and /dev/shm invisible to the next session on the same uid", async () => {
+      const first = await open(server);
+      const uid = await evaluate(server, first, "unix::getuid()");
+      await evaluate(server, first, "for (d in c('/tmp', '/var/tmp', '/dev/shm')) writeLines('secret', file.path(d, 'left-behind')); TRUE");
+      expect(await evaluate(server, first, "all(file.exists(file.path(c('/tmp', '/var/tmp', '/dev/shm'), 'left-behind')))")).to.equal(true);
+      await rest(server.url, "DELETE", `/r/session/${first}`, admin);
+      const next = await open(server);
+      expect(await evaluate(server, next, "unix::getuid()"), "the same uid").to.equal(uid);
+      expect(await evaluate(server, next, "any(file.exists(file.path(c('/tmp', '/var/tmp', '/dev/shm'), 'left-behind')))")).to.equal(false);
+    });
+  });
+
+  describe("shared (r.sessionTmp: shared)", () => {
+    let server: TestServer;
+    before(async () => (server = await startTestServer({ r: { startOnBoot: true, spareSessions: 0, sessionTmp: "shared" } })));
+    after(() => server?.stop());
+
+    it("shows the host's /tmp, as before", async () => {
+      const id = await open(server);
+      expect(await evaluate(server, id, `dir.exists('${hostFile}')`)).to.equal(true);
+    });
+  });
+});
