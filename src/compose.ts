@@ -68,6 +68,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
   const peers = new PeerTable(config.node.id, parsePeers(config.cluster.peers), config.cluster.catalogNode);
   const isolation = decideIsolation(config.r);
   if (isolation.warning) logger.warn(isolation.warning);
+  assertSessionNetwork(config, isolation.isolated);
   for (const warning of [...config.warnings, ...securityWarnings(config)]) logger.warn(warning);
   if (isolation.isolated && config.configFile) assertPrivateConfig(config.configFile);
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
@@ -248,6 +249,13 @@ function sessionQuotas(config: Config, isolated: boolean, logger: Logger): Sessi
     logger.warn("the service cannot take itself out of the OOM killer's reach (oom_score_adj -1000 needs CAP_SYS_RESOURCE): sessions (+1000) stay its first choice");
   }
   return opened;
+}
+
+/** r.sessionNetwork none is asked for explicitly: where it cannot be had, the start is refused rather than open. */
+function assertSessionNetwork(config: Config, isolated: boolean): void {
+  if (config.r.sessionNetwork !== "none") return;
+  if (!isolated) throw new Error("r.sessionNetwork is 'none' but sessions are not isolated (the service is not root)");
+  if (!hasCapability(SYS_ADMIN)) throw new Error("r.sessionNetwork is 'none' but a network namespace per session needs CAP_SYS_ADMIN, which this process lacks");
 }
 
 /** r.sessionTmp private: a mount namespace per session, which takes CAP_SYS_ADMIN (a container may lack it). */

@@ -163,6 +163,12 @@ export interface RConfig {
    * otherwise; `shared`: the host's.
    */
   readonly sessionTmp: SessionTmpMode;
+  /**
+   * `host`: sessions open any connection the host can (R packages that read databases and URLs);
+   * `none`: each isolated session in a network namespace of its own, loopback only (package installs,
+   * which run apart from sessions, keep the network). Needs CAP_SYS_ADMIN; refused at start otherwise.
+   */
+  readonly sessionNetwork: "host" | "none";
   /** All sessions' memory together (with quotas), MiB; <= 0: no budget. Default: 3/4 of the host's memory. */
   readonly sessionsMemoryMb: number;
   /** Each session's CPU in cores at most (with quotas); <= 0: no cap, sessions share by equal weight. */

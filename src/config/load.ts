@@ -6,7 +6,7 @@ import { parse as parseYaml } from "yaml";
 import { parseNetwork } from "../auth/open-networks.js";
 import { parsePeers, PeerTable } from "../cluster/peers.js";
 import { parseSecret } from "../auth/secret-format.js";
-import type { Config, IsolationMode, LogFormat, LogLevel, QuotaMode, SessionTmpMode, UserConfig } from "./config.js";
+import type { Config, IsolationMode, LogFormat, LogLevel, QuotaMode, RConfig, SessionTmpMode, UserConfig } from "./config.js";
 
 /** Every setting has a default: the server runs with no file and no environment. */
 export function defaults(): Config {
@@ -34,6 +34,7 @@ export function defaults(): Config {
       setupLibrary: fileURLToPath(new URL("../../r-library", import.meta.url)),
       quotas: "auto",
       sessionTmp: "private",
+      sessionNetwork: "host",
       sessionsMemoryMb: Math.floor((os.totalmem() / 1048576) * 0.75),
       sessionCpuCores: 0,
       sessionMemoryMb: 4096,
@@ -264,6 +265,7 @@ function applyEnv(c: Config, env: Env): Config {
       setupLibrary: path.resolve(env.ROCK_R_SETUP_LIBRARY ?? c.r.setupLibrary),
       quotas: (env.ROCK_R_QUOTAS ?? c.r.quotas) as QuotaMode,
       sessionTmp: (env.ROCK_R_SESSION_TMP ?? c.r.sessionTmp) as SessionTmpMode,
+      sessionNetwork: (env.ROCK_R_SESSION_NETWORK ?? c.r.sessionNetwork) as RConfig["sessionNetwork"],
       sessionsMemoryMb: num("ROCK_R_SESSIONS_MEMORY_MB", c.r.sessionsMemoryMb),
       sessionCpuCores: num("ROCK_R_SESSION_CPU_CORES", c.r.sessionCpuCores),
       sessionMemoryMb: num("ROCK_R_SESSION_MEMORY_MB", c.r.sessionMemoryMb),
@@ -366,6 +368,7 @@ function validate(c: Config): Config {
   if (!ISOLATION_MODES.includes(c.r.isolation)) {
     throw new Error(`r.isolation: expected one of ${ISOLATION_MODES.join(", ")}, not '${c.r.isolation}'`);
   }
+  if (!(["host", "none"] as const).includes(c.r.sessionNetwork)) throw new Error(`r.sessionNetwork: expected host or none, not '${c.r.sessionNetwork}'`);
   if (!(["private", "shared"] as const).includes(c.r.sessionTmp)) throw new Error(`r.sessionTmp: expected private or shared, not '${c.r.sessionTmp}'`);
   if (!QUOTA_MODES.includes(c.r.quotas)) throw new Error(`r.quotas: expected one of ${QUOTA_MODES.join(", ")}, not '${c.r.quotas}'`);
   if (!LOG_LEVELS.includes(c.log.level)) throw new Error(`log.level: expected one of ${LOG_LEVELS.join(", ")}, not '${c.log.level}'`);

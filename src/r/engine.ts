@@ -473,7 +473,7 @@ export class REngine {
     // With quotas the group bounds the session's real memory; RLIMIT_AS would also refuse address space
     // reserved and never used (some BLAS and parallel packages reserve much).
     const memoryBytes = this.options.quotas ? 0 : Math.max(0, sessionMemoryMb) * 1048576;
-    return { uid, gid: uid, memoryBytes, processes: Math.max(0, sessionProcesses), privateTmp: this.options.privateTmp ?? false };
+    return { uid, gid: uid, memoryBytes, processes: Math.max(0, sessionProcesses), privateTmp: this.options.privateTmp ?? false, network: this.options.config.sessionNetwork };
   }
 
   /**

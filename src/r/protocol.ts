@@ -239,16 +239,23 @@ export interface ForkRequest {
 /** Payload: NUL-separated fields (paths cannot hold NUL), the identity's four last when isolated. */
 export function forkFrame(fork: ForkRequest): Buffer {
   const { token, workDir, tmpDir, identity } = fork;
-  const confined = identity ? `\0${identity.uid}\0${identity.gid}\0${identity.memoryBytes}\0${identity.processes}\0${identity.privateTmp ? 1 : 0}` : "";
+  const confined = identity ? `\0${identity.uid}\0${identity.gid}\0${identity.memoryBytes}\0${identity.processes}\0${identity.privateTmp ? 1 : 0}\0${identity.network}` : "";
   return encodeFrame(Request.fork, Buffer.from(`${token}\0${workDir}\0${tmpDir}${confined}`, "utf8"));
 }
 
 export function decodeFork(payload: Buffer): ForkRequest {
-  const [token = "", workDir = "", tmpDir = "", uid, gid, memoryBytes, processes, privateTmp] = payload.toString("utf8").split("\0");
+  const [token = "", workDir = "", tmpDir = "", uid, gid, memoryBytes, processes, privateTmp, network] = payload.toString("utf8").split("\0");
   const identity =
     uid === undefined
       ? undefined
-      : { uid: Number(uid), gid: Number(gid), memoryBytes: Number(memoryBytes), processes: Number(processes), privateTmp: privateTmp === "1" };
+      : {
+          uid: Number(uid),
+          gid: Number(gid),
+          memoryBytes: Number(memoryBytes),
+          processes: Number(processes),
+          privateTmp: privateTmp === "1",
+          network: network === "none" ? ("none" as const) : ("host" as const),
+        };
   return identity ? { token, workDir, tmpDir, identity } : { token, workDir, tmpDir };
 }
 

@@ -44,6 +44,8 @@ export interface RServerOptions {
   readonly profile?: string;
 }
 
+export type SessionNetwork = "host" | "none";
+
 /** Who an isolated session process runs as, and its limits. */
 export interface SessionIdentity {
   readonly uid: number;
@@ -54,6 +56,8 @@ export interface SessionIdentity {
   readonly processes: number;
   /** /tmp, /var/tmp and /dev/shm of its own (a mount namespace; package rocksandbox). */
   readonly privateTmp: boolean;
+  /** `none`: a network namespace of its own, loopback only (package rocksandbox). */
+  readonly network: SessionNetwork;
 }
 
 interface PendingFork {

@@ -259,12 +259,24 @@ local({
   # Private temporary folders and limits first (a lowered hard limit cannot be raised again by the
   # uid), then the gid while still root, then the uid. The server runs with no supplementary groups (Node drops them when it starts
   # it), so none is kept. Any failure ends the child before it connects: it never serves as root.
-  confine <- function(uid, gid, memory, processes, private_tmp, home) {
+  # Without network (no_network), the connections to Node are opened first, as the session's uid (Node
+  # checks whose they are) but still able to become root again, then the network namespace is entered:
+  # they stay in the host's; the answer is those connections, NULL otherwise.
+  confine <- function(uid, gid, memory, processes, private_tmp, no_network, home) {
+    links <- NULL
     ok <- tryCatch({
       # Still root: a mount namespace of its own with empty /tmp, /var/tmp and /dev/shm.
       if (private_tmp) rocksandbox::private_tmp(home)
       if (memory > 0) unix::rlimit_as(memory, memory)
       if (processes > 0) unix::rlimit_nproc(processes, processes)
+      if (no_network) {
+        unix::setegid(gid)
+        unix::seteuid(uid)
+        links <- list(con = connect("r+b"), out = connect("wb"))
+        unix::seteuid(0L)
+        unix::setegid(0L)
+        rocksandbox::no_network()
+      }
       unix::setgid(gid)
       unix::setuid(uid)
       Sys.umask("077")
@@ -272,9 +284,10 @@ local({
     }, error = function(e) FALSE)
     # mcexit, not quit(): quit() would run R's clean-up of the server's temporary folder.
     if (!isTRUE(ok)) parallel:::mcexit(1L)
+    links
   }
 
-  session <- function(token, workdir, tmpdir) {
+  session <- function(token, workdir, tmpdir, links = NULL) {
     setwd(workdir)
     Sys.setenv(TMPDIR = tmpdir, HOME = workdir)
     base <- baseenv()
@@ -282,8 +295,8 @@ local({
     assign("tempdir", function(check = FALSE) tmpdir, envir = base)
     lockBinding("tempdir", base)
     if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) rm(".Random.seed", envir = globalenv())
-    con <- connect("r+b")
-    out <- connect("wb")
+    con <- if (is.null(links)) connect("r+b") else links$con
+    out <- if (is.null(links)) connect("wb") else links$out
     write_frame(con, greeting_main, text_raw(paste0(token, "\n", Sys.getpid())))
     write_frame(out, greeting_output, text_raw(token))
     sink(out)
@@ -404,8 +417,8 @@ local({
       child <- tryCatch(
         mcparallel({
           close(ctl)
-          if (isolated) confine(as.integer(args[4L]), as.integer(args[5L]), as.numeric(args[6L]), as.numeric(args[7L]), identical(args[8L], "1"), dirname(args[2L]))
-          session(args[1L], args[2L], args[3L])
+          links <- if (isolated) confine(as.integer(args[4L]), as.integer(args[5L]), as.numeric(args[6L]), as.numeric(args[7L]), identical(args[8L], "1"), identical(args[9L], "none"), dirname(args[2L]))
+          session(args[1L], args[2L], args[3L], links)
         }, detached = TRUE),
         error = function(e) e)
       if (inherits(child, "error")) write_frame(ctl, answer_error, text_raw(conditionMessage(child)))

@@ -20,7 +20,7 @@ const evaluate = async (server: TestServer, id: string, code: string): Promise<u
   return answer.json();
 };
 
-describe("private temporary folders: /tmp, /var/tmp and /dev/shm of each session's own (as root)", function () {
+describe("private temporary folders and network: /tmp, /var/tmp, /dev/shm and the network of each session's own (as root)", function () {
   this.timeout(60_000);
   let hostFile: string;
   before(function () {
@@ -73,6 +73,34 @@ describe("private temporary folders: /tmp, /var/tmp and /dev/shm of each session
     it("shows the host's /tmp, as before", async () => {
       const id = await open(server);
       expect(await evaluate(server, id, `dir.exists('${hostFile}')`)).to.equal(true);
+    });
+  });
+
+  describe("r.sessionNetwork", () => {
+    let none: TestServer;
+    let host: TestServer;
+    before(async () => {
+      none = await startTestServer({ r: { startOnBoot: true, spareSessions: 0, sessionNetwork: "none" } });
+      host = await startTestServer({ r: { startOnBoot: true, spareSessions: 0 } });
+    });
+    after(async () => {
+      await none?.stop();
+      await host?.stop();
+    });
+
+    // The other server's /_info, on the host's loopback: a connection any session could try.
+    const fetchInfo = (port: number) => `tryCatch(paste(readLines(url('http://127.0.0.1:${port}/_info'), warn = FALSE), collapse = ''), error = function(e) 'refused')`;
+
+    it("none: a session reaches nothing but its own loopback, and still serves its calls", async () => {
+      const id = await open(none);
+      expect(await evaluate(none, id, fetchInfo(host.port))).to.equal("refused");
+      expect(await evaluate(none, id, "length(readLines('/proc/net/dev'))")).to.equal(3); // two header lines, lo
+      expect(await evaluate(none, id, "sum(1:10)")).to.equal(55);
+    });
+
+    it("host (the default): the same connection works", async () => {
+      const id = await open(host);
+      expect(await evaluate(host, id, fetchInfo(none.port))).to.match(/"type":"rock"/);
     });
   });
 });

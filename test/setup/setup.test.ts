@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { execa } from "execa";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -161,7 +161,8 @@ describe("setup: the R packages the service needs, provided before it listens", 
       const lines: string[] = [];
       expect(await ensureLocalRPackage({ rExecutable: "R", library, source, progress: (l) => lines.push(l) })).to.equal(true);
       expect(lines).to.have.length(1);
-      expect(lines[0]).to.include("'rocksandbox' 0.1.0");
+      const version = /^Version: (\S+)$/m.exec(readFileSync(join(source, "DESCRIPTION"), "utf8"))?.[1];
+      expect(lines[0]).to.include(`'rocksandbox' ${version}`);
       expect(readdirSync(join(source, "src")).sort(), "the checkout's source folder").to.deep.equal(["sandbox.c"]);
       expect(readdirSync(library)).to.include("rocksandbox");
       expect(await ensureLocalRPackage({ rExecutable: "R", library, source, progress: (l) => lines.push(l) })).to.equal(false);

@@ -7,7 +7,10 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <R.h>
@@ -66,7 +69,30 @@ static SEXP private_tmp(SEXP home_) {
   return R_NilValue;
 }
 
-static const R_CallMethodDef CALLS[] = {{"rock_private_tmp", (DL_FUNC)&private_tmp, 1}, {NULL, NULL, 0}};
+/* A network namespace of its own with its loopback up and nothing else: no connection leaves the
+ * session. Sockets it opened before (to the service) stay in the host's namespace and keep working. */
+static SEXP no_network(void) {
+  if (unshare(CLONE_NEWNET) != 0) error("rocksandbox: unshare network: %s", strerror(errno));
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) error("rocksandbox: socket: %s", strerror(errno));
+  struct ifreq ifr;
+  memset(&ifr, 0, sizeof ifr);
+  strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  int ok = ioctl(fd, SIOCGIFFLAGS, &ifr) == 0;
+  if (ok) {
+    ifr.ifr_flags |= IFF_UP;
+    ok = ioctl(fd, SIOCSIFFLAGS, &ifr) == 0;
+  }
+  int saved = errno;
+  close(fd);
+  if (!ok) error("rocksandbox: loopback up: %s", strerror(saved));
+  return R_NilValue;
+}
+
+static const R_CallMethodDef CALLS[] = {
+    {"rock_private_tmp", (DL_FUNC)&private_tmp, 1},
+    {"rock_no_network", (DL_FUNC)&no_network, 0},
+    {NULL, NULL, 0}};
 
 void R_init_rocksandbox(DllInfo *info) {
   R_registerRoutines(info, NULL, CALLS, NULL, NULL);

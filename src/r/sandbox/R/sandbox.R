@@ -2,3 +2,7 @@
 # /var/tmp and /dev/shm are empty tmpfs mounts of its own, gone with its last process. `home`, the
 # session's folder, stays reachable at its path when it lies under one of them.
 private_tmp <- function(home) invisible(.Call(rock_private_tmp, as.character(home)))
+
+# Gives this process (a forked session, still root) a network namespace of its own: loopback only.
+# Connections it opened before stay where they were.
+no_network <- function() invisible(.Call(rock_no_network))
