@@ -58,7 +58,14 @@ export interface EngineStatus {
   readonly running: boolean;
   /** `major.minor` of R, e.g. "4.2.2"; empty until the R server has started once. */
   readonly version: string;
-  readonly sessions: { readonly total: number; readonly busy: number };
+  readonly sessions: {
+    readonly total: number;
+    readonly busy: number;
+    /** With quotas: what all sessions' control groups account, and each open session's. */
+    readonly memoryBytes?: number;
+    readonly cpuSeconds?: number;
+    readonly usage?: ReadonlyArray<{ readonly id: string; readonly memoryBytes: number; readonly cpuSeconds: number }>;
+  };
   /** -1 while the R server is stopped. */
   readonly cores: number;
   /** Available host memory in KB; -1 while the R server is stopped. */
@@ -134,6 +141,8 @@ export class REngine {
   private readonly waiters = new Set<() => void>();
 
   private readonly emit: (event: EngineEvent) => void;
+  /** Open sessions' control groups (with quotas), for what they use. */
+  private readonly quotaOf = new Map<string, SessionQuota>();
   /** Sessions the kernel ended for their memory, and how to say it, the latest ENDED_REMEMBERED. */
   private readonly endedSessions = new Map<string, Fault>();
 
@@ -244,10 +253,16 @@ export class REngine {
   async status(): Promise<EngineStatus> {
     const running = this.running;
     const sessions = [...this.sessionsById.values()];
+    const { quotas } = this.options;
+    const usage = quotas ? [...this.quotaOf].map(([id, q]) => ({ id, memoryBytes: q.group.memoryBytes(), cpuSeconds: q.group.cpuSeconds() })) : undefined;
     return {
       running,
       version: this.version,
-      sessions: { total: sessions.length, busy: sessions.filter((s) => s.busy).length },
+      sessions: {
+        total: sessions.length,
+        busy: sessions.filter((s) => s.busy).length,
+        ...(quotas && usage ? { memoryBytes: quotas.memoryBytes(), cpuSeconds: quotas.cpuSeconds(), usage } : {}),
+      },
       cores: running ? cpus().length : -1,
       freeMemory: running ? await availableMemoryKb() : -1,
     };
@@ -433,9 +448,11 @@ export class REngine {
     };
     const session = new RSession(id, subject, dirs, child, { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds, endedBy }, dispose);
     this.sessionsById.set(id, session);
+    if (fork.quota) this.quotaOf.set(id, fork.quota);
     this.emit({ kind: "session-opened", id, user: subject });
     session.onEnd(() => {
       this.sessionsById.delete(id);
+      this.quotaOf.delete(id);
       this.emit({ kind: "session-closed", id, user: subject });
     });
     return session;

@@ -93,6 +93,16 @@ describe("quotas: one session cannot starve the others (cgroups, as root)", func
       expect(warnings).to.include(message);
       const metrics = await rest(server.url, "GET", "/metrics", admin);
       expect(metrics.text).to.match(/^rock_r_sessions_out_of_memory_total 1$/m);
+      // GET /rserver: each open session's memory and CPU, and the totals (Opal reads it to place sessions).
+      const rserver = (await rest(server.url, "GET", "/rserver", admin)).json<{
+        sessions: { total: number; memoryBytes: number; cpuSeconds: number; usage: Array<{ id: string; memoryBytes: number; cpuSeconds: number }> };
+      }>();
+      const mine = rserver.sessions.usage.find((u) => u.id === neighbour);
+      expect(mine, "the neighbour's usage").to.not.equal(undefined);
+      expect(mine!.cpuSeconds).to.be.greaterThan(0);
+      expect(rserver.sessions.usage.map((u) => u.id)).to.not.include(greedy);
+      expect(rserver.sessions.cpuSeconds).to.be.at.least(mine!.cpuSeconds);
+      expect(rserver.sessions.memoryBytes).to.be.greaterThan(0);
       // The neighbour's memory and everyone's CPU time so far, as the sessions' groups account them.
       expect(Number(/^rock_r_sessions_memory_bytes (\S+)$/m.exec(metrics.text)?.[1])).to.be.greaterThan(0);
       expect(Number(/^rock_r_sessions_cpu_seconds (\S+)$/m.exec(metrics.text)?.[1])).to.be.greaterThan(0);

@@ -24,7 +24,7 @@ export function serverHandlers(engine: REngine, node: NodeConfig, r: RConfig): S
       encoding: r.encoding,
       tags: [...node.tags],
       running: s.running,
-      sessions: s.sessions,
+      sessions: { ...s.sessions, usage: [...(s.sessions.usage ?? [])] },
       system: { cores: s.cores, freeMemory: s.freeMemory },
     };
   };

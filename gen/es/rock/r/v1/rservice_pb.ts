@@ -17,7 +17,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file rock/r/v1/rservice.proto.
  */
 export const file_rock_r_v1_rservice: GenFile = /*@__PURE__*/
-  fileDesc("Chhyb2NrL3IvdjEvcnNlcnZpY2UucHJvdG8SCXJvY2suci52MSJkCgdTZXNzaW9uEgoKAmlkGAEgASgJEg8KB3N1YmplY3QYAiABKAkSDAoEYnVzeRgDIAEoCBIUCgxjcmVhdGVkX2RhdGUYBCABKAkSGAoQbGFzdF9hY2Nlc3NfZGF0ZRgFIAEoCSKEAgoHQ29tbWFuZBIKCgJpZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIQCghmaW5pc2hlZBgEIAEoCBIUCgxjcmVhdGVkX2RhdGUYBSABKAkSFwoKc3RhcnRfZGF0ZRgGIAEoCUgAiAEBEhUKCGVuZF9kYXRlGAcgASgJSAGIAQESEgoKd2l0aF9lcnJvchgIIAEoCBISCgVlcnJvchgJIAEoCUgCiAEBEhMKC3dpdGhfcmVzdWx0GAogASgIEg4KBnNjcmlwdBgLIAEoCUINCgtfc3RhcnRfZGF0ZUILCglfZW5kX2RhdGVCCAoGX2Vycm9yIsABCgxTZXJ2ZXJTdGF0dXMSCgoCaWQYASABKAkSDwoHY2x1c3RlchgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEhAKCGVuY29kaW5nGAQgASgJEgwKBHRhZ3MYBSADKAkSDwoHcnVubmluZxgGIAEoCBIqCghzZXNzaW9ucxgHIAEoCzIYLnJvY2suci52MS5TZXNzaW9uQ291bnRzEiUKBnN5c3RlbRgIIAEoCzIVLnJvY2suci52MS5TeXN0ZW1JbmZvIiwKDVNlc3Npb25Db3VudHMSDQoFdG90YWwYASABKAUSDAoEYnVzeRgCIAEoBSIwCgpTeXN0ZW1JbmZvEg0KBWNvcmVzGAEgASgFEhMKC2ZyZWVfbWVtb3J5GAIgASgFImIKDVBhY2thZ2VNYXRyaXgSEQoJcm93X25hbWVzGAEgAygJEhQKDGNvbHVtbl9uYW1lcxgCIAMoCRIoCgRyb3dzGAMgAygLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZSIQCg5HZXRJbmZvUmVxdWVzdCJ4Cg9HZXRJbmZvUmVzcG9uc2USCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIPCgdjbHVzdGVyGAMgASgJEgwKBHRhZ3MYBCADKAkSEwoGc2VydmVyGAUgASgJSACIAQESDAoEbmFtZRgGIAEoCUIJCgdfc2VydmVyIg4KDENoZWNrUmVxdWVzdCIPCg1DaGVja1Jlc3BvbnNlIjcKE0xpc3RTZXNzaW9uc1JlcXVlc3QSFAoHc3ViamVjdBgBIAEoCUgAiAEBQgoKCF9zdWJqZWN0IjwKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEiQKCHNlc3Npb25zGAEgAygLMhIucm9jay5yLnYxLlNlc3Npb24iFgoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QiPAoVQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEiMKB3Nlc3Npb24YASABKAsyEi5yb2NrLnIudjEuU2Vzc2lvbiIXChVEZWxldGVTZXNzaW9uc1JlcXVlc3QiGAoWRGVsZXRlU2Vzc2lvbnNSZXNwb25zZSIfChFHZXRTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCSI5ChJHZXRTZXNzaW9uUmVzcG9uc2USIwoHc2Vzc2lvbhgBIAEoCzISLnJvY2suci52MS5TZXNzaW9uIiIKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EgoKAmlkGAEgASgJIhcKFURlbGV0ZVNlc3Npb25SZXNwb25zZSJhCg1Bc3NpZ25SZXF1ZXN0EgoKAmlkGAEgASgJEhEKBnN5bWJvbBgCIAEoCVIBcxINCgVhc3luYxgDIAEoCBIiCgRib2R5GAQgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keSI1Cg5Bc3NpZ25SZXNwb25zZRIjCgdjb21tYW5kGAEgASgLMhIucm9jay5yLnYxLkNvbW1hbmQibAoLRXZhbFJlcXVlc3QSCgoCaWQYASABKAkSDQoFYXN5bmMYAiABKAgSJAoGc2NyaXB0GAMgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keRIcCgZhY2NlcHQYBCABKAlCDKq7GAgKBmFjY2VwdCJmCgxFdmFsUmVzcG9uc2USJQoFdmFsdWUYASABKAsyFC5nb29nbGUuYXBpLkh0dHBCb2R5SAASJQoHY29tbWFuZBgCIAEoCzISLnJvY2suci52MS5Db21tYW5kSABCCAoGYW5zd2VyImAKDkV4ZWN1dGVSZXF1ZXN0EgoKAmlkGAEgASgJEiQKBnNjcmlwdBgCIAEoCzIULmdvb2dsZS5hcGkuSHR0cEJvZHkSHAoGYWNjZXB0GAMgASgJQgyquxgICgZhY2NlcHQinAEKD0V4ZWN1dGVSZXNwb25zZRIQCgZvdXRwdXQYASABKAlIABIRCgdtZXNzYWdlGAIgASgJSAASEQoHd2FybmluZxgDIAEoCUgAEiYKBGpzb24YBCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVIABIPCgVyZGF0YRgFIAEoDEgAEg8KBWVycm9yGAYgASgJSABCBwoFZXZlbnQiJQoXSW50ZXJydXB0U2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkiLwoYSW50ZXJydXB0U2Vzc2lvblJlc3BvbnNlEhMKC2ludGVycnVwdGVkGAEgASgIIsgBChFVcGxvYWRGaWxlUmVxdWVzdBIKCgJpZBgBIAEoCRIRCgRwYXRoGAIgASgJSACIAQESFgoJb3ZlcndyaXRlGAMgASgISAGIAQESEQoEdGVtcBgEIAEoCEgCiAEBEhYKCWZpbGVfbmFtZRgFIAEoCUgDiAEBEiMKBWNodW5rGAYgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keUIHCgVfcGF0aEIMCgpfb3ZlcndyaXRlQgcKBV90ZW1wQgwKCl9maWxlX25hbWUiNgoSVXBsb2FkRmlsZVJlc3BvbnNlEgwKBHBhdGgYASABKAkSDAoEc2l6ZRgDIAEoAUoECAIQAyI9ChNEb3dubG9hZEZpbGVSZXF1ZXN0EgoKAmlkGAEgASgJEgwKBHBhdGgYAiABKAkSDAoEdGVtcBgDIAEoCCI7ChREb3dubG9hZEZpbGVSZXNwb25zZRIjCgVjaHVuaxgBIAEoCzIULmdvb2dsZS5hcGkuSHR0cEJvZHkiIQoTTGlzdENvbW1hbmRzUmVxdWVzdBIKCgJpZBgBIAEoCSI8ChRMaXN0Q29tbWFuZHNSZXNwb25zZRIkCghjb21tYW5kcxgBIAMoCzISLnJvY2suci52MS5Db21tYW5kIj0KEUdldENvbW1hbmRSZXF1ZXN0EgoKAmlkGAEgASgJEg4KBmNtZF9pZBgCIAEoCRIMCgR3YWl0GAMgASgIIjkKEkdldENvbW1hbmRSZXNwb25zZRIjCgdjb21tYW5kGAEgASgLMhIucm9jay5yLnYxLkNvbW1hbmQiMgoURGVsZXRlQ29tbWFuZFJlcXVlc3QSCgoCaWQYASABKAkSDgoGY21kX2lkGAIgASgJIhcKFURlbGV0ZUNvbW1hbmRSZXNwb25zZSJbChdHZXRDb21tYW5kUmVzdWx0UmVxdWVzdBIKCgJpZBgBIAEoCRIOCgZjbWRfaWQYAiABKAkSDwoCcm0YAyABKAhIAIgBARIMCgR3YWl0GAQgASgIQgUKA19ybSJAChhHZXRDb21tYW5kUmVzdWx0UmVzcG9uc2USJAoGcmVzdWx0GAEgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keSIYChZHZXRTZXJ2ZXJTdGF0dXNSZXF1ZXN0IkIKF0dldFNlcnZlclN0YXR1c1Jlc3BvbnNlEicKBnN0YXR1cxgBIAEoCzIXLnJvY2suci52MS5TZXJ2ZXJTdGF0dXMiFAoSU3RhcnRTZXJ2ZXJSZXF1ZXN0Ij4KE1N0YXJ0U2VydmVyUmVzcG9uc2USJwoGc3RhdHVzGAEgASgLMhcucm9jay5yLnYxLlNlcnZlclN0YXR1cyITChFTdG9wU2VydmVyUmVxdWVzdCI9ChJTdG9wU2VydmVyUmVzcG9uc2USJwoGc3RhdHVzGAEgASgLMhcucm9jay5yLnYxLlNlcnZlclN0YXR1cyIxChFHZXRWZXJzaW9uUmVxdWVzdBIcCgZhY2NlcHQYASABKAlCDKq7GAgKBmFjY2VwdCJ2ChJHZXRWZXJzaW9uUmVzcG9uc2USKgoHdmVyc2lvbhgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIqCgpzZXJpYWxpemVkGAIgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keUgAQggKBmFuc3dlciItCg1HZXRMb2dSZXF1ZXN0EhIKBWxpbWl0GAEgASgFSACIAQFCCAoGX2xpbWl0IjQKDkdldExvZ1Jlc3BvbnNlEiIKBHRleHQYASABKAsyFC5nb29nbGUuYXBpLkh0dHBCb2R5Ij4KDlRhaWxMb2dSZXF1ZXN0EhIKBWxpbWl0GAEgASgFSACIAQESDgoGZm9sbG93GAIgASgIQggKBl9saW1pdCIfCg9UYWlsTG9nUmVzcG9uc2USDAoEbGluZRgBIAEoCSIzChNMaXN0UGFja2FnZXNSZXF1ZXN0EhwKBmFjY2VwdBgBIAEoCUIMqrsYCAoGYWNjZXB0IngKFExpc3RQYWNrYWdlc1Jlc3BvbnNlEioKBm1hdHJpeBgBIAEoCzIYLnJvY2suci52MS5QYWNrYWdlTWF0cml4SAASKgoKc2VyaWFsaXplZBgCIAEoCzIULmdvb2dsZS5hcGkuSHR0cEJvZHlIAEIICgZhbnN3ZXIiFwoVVXBkYXRlUGFja2FnZXNSZXF1ZXN0IhgKFlVwZGF0ZVBhY2thZ2VzUmVzcG9uc2UiJQoVUmVtb3ZlUGFja2FnZXNSZXF1ZXN0EgwKBG5hbWUYASADKAkiGAoWUmVtb3ZlUGFja2FnZXNSZXNwb25zZSJDChVJbnN0YWxsUGFja2FnZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdtYW5hZ2VyGAIgASgJEgsKA3JlZhgDIAEoCSIpChZJbnN0YWxsUGFja2FnZVJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAkiWQobSW5zdGFsbFBhY2thZ2VTdHJlYW1SZXF1ZXN0EgwKBG5hbWUYASABKAkSDwoHbWFuYWdlchgCIAEoCRILCgNyZWYYAyABKAkSDgoGdXBkYXRlGAQgASgIIlQKHEluc3RhbGxQYWNrYWdlU3RyZWFtUmVzcG9uc2USDgoEbGluZRgBIAEoCUgAEhsKEWluc3RhbGxlZF92ZXJzaW9uGAIgASgJSABCBwoFZXZlbnQiOQoZR2V0UGFja2FnZVNldHRpbmdzUmVxdWVzdBIcCgZhY2NlcHQYASABKAlCDKq7GAgKBmFjY2VwdCJ/ChpHZXRQYWNrYWdlU2V0dGluZ3NSZXNwb25zZRIrCghzZXR0aW5ncxgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIqCgpzZXJpYWxpemVkGAIgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keUgAQggKBmFuc3dlciI/ChFHZXRQYWNrYWdlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhwKBmFjY2VwdBgCIAEoCUIMqrsYCAoGYWNjZXB0InoKEkdldFBhY2thZ2VSZXNwb25zZRIuCgtkZXNjcmlwdGlvbhgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIqCgpzZXJpYWxpemVkGAIgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keUgAQggKBmFuc3dlciIkChRSZW1vdmVQYWNrYWdlUmVxdWVzdBIMCgRuYW1lGAEgASgJIhcKFVJlbW92ZVBhY2thZ2VSZXNwb25zZTLJIQoIUlNlcnZpY2USVgoHR2V0SW5mbxIZLnJvY2suci52MS5HZXRJbmZvUmVxdWVzdBoaLnJvY2suci52MS5HZXRJbmZvUmVzcG9uc2UiFKK7GAIIAYLT5JMCCBIGL19pbmZvElEKBUNoZWNrEhcucm9jay5yLnYxLkNoZWNrUmVxdWVzdBoYLnJvY2suci52MS5DaGVja1Jlc3BvbnNlIhWiuxgCCAGC0+STAgkSBy9fY2hlY2sScgoMTGlzdFNlc3Npb25zEh4ucm9jay5yLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHy5yb2NrLnIudjEuTGlzdFNlc3Npb25zUmVzcG9uc2UiIaK7GACC0+STAhdiCHNlc3Npb25zEgsvci9zZXNzaW9ucxKmAQoNQ3JlYXRlU2Vzc2lvbhIfLnJvY2suci52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBogLnJvY2suci52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2UiUqK7GBUSDWFkbWluaXN0cmF0b3ISBHVzZXKyuxgZGhcvci9zZXNzaW9uL3tzZXNzaW9uLmlkfYLT5JMCFmIHc2Vzc2lvbiILL3Ivc2Vzc2lvbnMSjQEKDkRlbGV0ZVNlc3Npb25zEiAucm9jay5yLnYxLkRlbGV0ZVNlc3Npb25zUmVxdWVzdBohLnJvY2suci52MS5EZWxldGVTZXNzaW9uc1Jlc3BvbnNlIjaiuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VysrsYAwjMAYLT5JMCDSoLL3Ivc2Vzc2lvbnMSbwoKR2V0U2Vzc2lvbhIcLnJvY2suci52MS5HZXRTZXNzaW9uUmVxdWVzdBodLnJvY2suci52MS5HZXRTZXNzaW9uUmVzcG9uc2UiJKK7GACC0+STAhpiB3Nlc3Npb24SDy9yL3Nlc3Npb24ve2lkfRJ2Cg1EZWxldGVTZXNzaW9uEh8ucm9jay5yLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiAucm9jay5yLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZSIiorsYALK7GAMIzAGC0+STAhEqDy9yL3Nlc3Npb24ve2lkfRKrAQoGQXNzaWduEhgucm9jay5yLnYxLkFzc2lnblJlcXVlc3QaGS5yb2NrLnIudjEuQXNzaWduUmVzcG9uc2UibKK7GACyuxg2GjQvci9zZXNzaW9uL3tjb21tYW5kLnNlc3Npb25faWR9L2NvbW1hbmQve2NvbW1hbmQuaWR9gtPkkwIoOgRib2R5Ygdjb21tYW5kIhcvci9zZXNzaW9uL3tpZH0vX2Fzc2lnbhKkAQoERXZhbBIWLnJvY2suci52MS5FdmFsUmVxdWVzdBoXLnJvY2suci52MS5FdmFsUmVzcG9uc2Uia6K7GACyuxg2GjQvci9zZXNzaW9uL3tjb21tYW5kLnNlc3Npb25faWR9L2NvbW1hbmQve2NvbW1hbmQuaWR9gtPkkwInOgZzY3JpcHRiBmFuc3dlciIVL3Ivc2Vzc2lvbi97aWR9L19ldmFsEnAKB0V4ZWN1dGUSGS5yb2NrLnIudjEuRXhlY3V0ZVJlcXVlc3QaGi5yb2NrLnIudjEuRXhlY3V0ZVJlc3BvbnNlIiyiuxgAgtPkkwIiOgZzY3JpcHQiGC9yL3Nlc3Npb24ve2lkfS9fZXhlY3V0ZTABEoMBChBJbnRlcnJ1cHRTZXNzaW9uEiIucm9jay5yLnYxLkludGVycnVwdFNlc3Npb25SZXF1ZXN0GiMucm9jay5yLnYxLkludGVycnVwdFNlc3Npb25SZXNwb25zZSImorsYAILT5JMCHCIaL3Ivc2Vzc2lvbi97aWR9L19pbnRlcnJ1cHQSdwoKVXBsb2FkRmlsZRIcLnJvY2suci52MS5VcGxvYWRGaWxlUmVxdWVzdBodLnJvY2suci52MS5VcGxvYWRGaWxlUmVzcG9uc2UiKqK7GACC0+STAiA6BWNodW5rIhcvci9zZXNzaW9uL3tpZH0vX3VwbG9hZCgBEn8KDERvd25sb2FkRmlsZRIeLnJvY2suci52MS5Eb3dubG9hZEZpbGVSZXF1ZXN0Gh8ucm9jay5yLnYxLkRvd25sb2FkRmlsZVJlc3BvbnNlIiyiuxgAgtPkkwIiYgVjaHVuaxIZL3Ivc2Vzc2lvbi97aWR9L19kb3dubG9hZDABEn8KDExpc3RDb21tYW5kcxIeLnJvY2suci52MS5MaXN0Q29tbWFuZHNSZXF1ZXN0Gh8ucm9jay5yLnYxLkxpc3RDb21tYW5kc1Jlc3BvbnNlIi6iuxgAgtPkkwIkYghjb21tYW5kcxIYL3Ivc2Vzc2lvbi97aWR9L2NvbW1hbmRzEoABCgpHZXRDb21tYW5kEhwucm9jay5yLnYxLkdldENvbW1hbmRSZXF1ZXN0Gh0ucm9jay5yLnYxLkdldENvbW1hbmRSZXNwb25zZSI1orsYAILT5JMCK2IHY29tbWFuZBIgL3Ivc2Vzc2lvbi97aWR9L2NvbW1hbmQve2NtZF9pZH0ShwEKDURlbGV0ZUNvbW1hbmQSHy5yb2NrLnIudjEuRGVsZXRlQ29tbWFuZFJlcXVlc3QaIC5yb2NrLnIudjEuRGVsZXRlQ29tbWFuZFJlc3BvbnNlIjOiuxgAsrsYAwjMAYLT5JMCIiogL3Ivc2Vzc2lvbi97aWR9L2NvbW1hbmQve2NtZF9pZH0SnwEKEEdldENvbW1hbmRSZXN1bHQSIi5yb2NrLnIudjEuR2V0Q29tbWFuZFJlc3VsdFJlcXVlc3QaIy5yb2NrLnIudjEuR2V0Q29tbWFuZFJlc3VsdFJlc3BvbnNlIkKiuxgAsrsYAxDMAYLT5JMCMWIGcmVzdWx0Eicvci9zZXNzaW9uL3tpZH0vY29tbWFuZC97Y21kX2lkfS9yZXN1bHQSjgEKD0dldFNlcnZlclN0YXR1cxIhLnJvY2suci52MS5HZXRTZXJ2ZXJTdGF0dXNSZXF1ZXN0GiIucm9jay5yLnYxLkdldFNlcnZlclN0YXR1c1Jlc3BvbnNlIjSiuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VygtPkkwISYgZzdGF0dXMSCC9yc2VydmVyEoIBCgtTdGFydFNlcnZlchIdLnJvY2suci52MS5TdGFydFNlcnZlclJlcXVlc3QaHi5yb2NrLnIudjEuU3RhcnRTZXJ2ZXJSZXNwb25zZSI0orsYGBINYWRtaW5pc3RyYXRvchIHbWFuYWdlcoLT5JMCEmIGc3RhdHVzGggvcnNlcnZlchJ/CgpTdG9wU2VydmVyEhwucm9jay5yLnYxLlN0b3BTZXJ2ZXJSZXF1ZXN0Gh0ucm9jay5yLnYxLlN0b3BTZXJ2ZXJSZXNwb25zZSI0orsYGBINYWRtaW5pc3RyYXRvchIHbWFuYWdlcoLT5JMCEmIGc3RhdHVzKggvcnNlcnZlchKIAQoKR2V0VmVyc2lvbhIcLnJvY2suci52MS5HZXRWZXJzaW9uUmVxdWVzdBodLnJvY2suci52MS5HZXRWZXJzaW9uUmVzcG9uc2UiPaK7GBgSDWFkbWluaXN0cmF0b3ISB21hbmFnZXKC0+STAhtiBmFuc3dlchIRL3JzZXJ2ZXIvX3ZlcnNpb24SdgoGR2V0TG9nEhgucm9jay5yLnYxLkdldExvZ1JlcXVlc3QaGS5yb2NrLnIudjEuR2V0TG9nUmVzcG9uc2UiN6K7GBgSDWFkbWluaXN0cmF0b3ISB21hbmFnZXKC0+STAhViBHRleHQSDS9yc2VydmVyL19sb2cSdgoHVGFpbExvZxIZLnJvY2suci52MS5UYWlsTG9nUmVxdWVzdBoaLnJvY2suci52MS5UYWlsTG9nUmVzcG9uc2UiMqK7GBgSDWFkbWluaXN0cmF0b3ISB21hbmFnZXKC0+STAhASDi9yc2VydmVyL190YWlsMAESjgEKDExpc3RQYWNrYWdlcxIeLnJvY2suci52MS5MaXN0UGFja2FnZXNSZXF1ZXN0Gh8ucm9jay5yLnYxLkxpc3RQYWNrYWdlc1Jlc3BvbnNlIj2iuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VygtPkkwIbYgZhbnN3ZXISES9yc2VydmVyL3BhY2thZ2VzEowBCg5VcGRhdGVQYWNrYWdlcxIgLnJvY2suci52MS5VcGRhdGVQYWNrYWdlc1JlcXVlc3QaIS5yb2NrLnIudjEuVXBkYXRlUGFja2FnZXNSZXNwb25zZSI1orsYGBINYWRtaW5pc3RyYXRvchIHbWFuYWdlcoLT5JMCExoRL3JzZXJ2ZXIvcGFja2FnZXMSkwEKDlJlbW92ZVBhY2thZ2VzEiAucm9jay5yLnYxLlJlbW92ZVBhY2thZ2VzUmVxdWVzdBohLnJvY2suci52MS5SZW1vdmVQYWNrYWdlc1Jlc3BvbnNlIjyiuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VysrsYAwjMAYLT5JMCEyoRL3JzZXJ2ZXIvcGFja2FnZXMSkwEKDkluc3RhbGxQYWNrYWdlEiAucm9jay5yLnYxLkluc3RhbGxQYWNrYWdlUmVxdWVzdBohLnJvY2suci52MS5JbnN0YWxsUGFja2FnZVJlc3BvbnNlIjyiuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VysrsYAwjMAYLT5JMCEyIRL3JzZXJ2ZXIvcGFja2FnZXMSqQEKFEluc3RhbGxQYWNrYWdlU3RyZWFtEiYucm9jay5yLnYxLkluc3RhbGxQYWNrYWdlU3RyZWFtUmVxdWVzdBonLnJvY2suci52MS5JbnN0YWxsUGFja2FnZVN0cmVhbVJlc3BvbnNlIj6iuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VygtPkkwIcIhovcnNlcnZlci9wYWNrYWdlcy9faW5zdGFsbDABEtABChJHZXRQYWNrYWdlU2V0dGluZ3MSJC5yb2NrLnIudjEuR2V0UGFja2FnZVNldHRpbmdzUmVxdWVzdBolLnJvY2suci52MS5HZXRQYWNrYWdlU2V0dGluZ3NSZXNwb25zZSJtorsYGBINYWRtaW5pc3RyYXRvchIHbWFuYWdlcoLT5JMCS1onYgZhbnN3ZXISHS9yc2VydmVyL3BhY2thZ2VzL19kYXRhc2hpZWxkYgZhbnN3ZXISGC9yc2VydmVyL3BhY2thZ2VzL19zdGF0cxKOAQoKR2V0UGFja2FnZRIcLnJvY2suci52MS5HZXRQYWNrYWdlUmVxdWVzdBodLnJvY2suci52MS5HZXRQYWNrYWdlUmVzcG9uc2UiQ6K7GBgSDWFkbWluaXN0cmF0b3ISB21hbmFnZXKC0+STAiFiBmFuc3dlchIXL3JzZXJ2ZXIvcGFja2FnZS97bmFtZX0SlgEKDVJlbW92ZVBhY2thZ2USHy5yb2NrLnIudjEuUmVtb3ZlUGFja2FnZVJlcXVlc3QaIC5yb2NrLnIudjEuUmVtb3ZlUGFja2FnZVJlc3BvbnNlIkKiuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VysrsYAwjMAYLT5JMCGSoXL3JzZXJ2ZXIvcGFja2FnZS97bmFtZX1iBnByb3RvMw", [file_google_api_annotations, file_google_api_httpbody, file_google_protobuf_struct, file_rock_options_v1_access, file_rock_options_v1_rest]);
+  fileDesc("Chhyb2NrL3IvdjEvcnNlcnZpY2UucHJvdG8SCXJvY2suci52MSJkCgdTZXNzaW9uEgoKAmlkGAEgASgJEg8KB3N1YmplY3QYAiABKAkSDAoEYnVzeRgDIAEoCBIUCgxjcmVhdGVkX2RhdGUYBCABKAkSGAoQbGFzdF9hY2Nlc3NfZGF0ZRgFIAEoCSKEAgoHQ29tbWFuZBIKCgJpZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIQCghmaW5pc2hlZBgEIAEoCBIUCgxjcmVhdGVkX2RhdGUYBSABKAkSFwoKc3RhcnRfZGF0ZRgGIAEoCUgAiAEBEhUKCGVuZF9kYXRlGAcgASgJSAGIAQESEgoKd2l0aF9lcnJvchgIIAEoCBISCgVlcnJvchgJIAEoCUgCiAEBEhMKC3dpdGhfcmVzdWx0GAogASgIEg4KBnNjcmlwdBgLIAEoCUINCgtfc3RhcnRfZGF0ZUILCglfZW5kX2RhdGVCCAoGX2Vycm9yIsABCgxTZXJ2ZXJTdGF0dXMSCgoCaWQYASABKAkSDwoHY2x1c3RlchgCIAEoCRIPCgd2ZXJzaW9uGAMgASgJEhAKCGVuY29kaW5nGAQgASgJEgwKBHRhZ3MYBSADKAkSDwoHcnVubmluZxgGIAEoCBIqCghzZXNzaW9ucxgHIAEoCzIYLnJvY2suci52MS5TZXNzaW9uQ291bnRzEiUKBnN5c3RlbRgIIAEoCzIVLnJvY2suci52MS5TeXN0ZW1JbmZvIqoBCg1TZXNzaW9uQ291bnRzEg0KBXRvdGFsGAEgASgFEgwKBGJ1c3kYAiABKAUSGQoMbWVtb3J5X2J5dGVzGAMgASgBSACIAQESGAoLY3B1X3NlY29uZHMYBCABKAFIAYgBARImCgV1c2FnZRgFIAMoCzIXLnJvY2suci52MS5TZXNzaW9uVXNhZ2VCDwoNX21lbW9yeV9ieXRlc0IOCgxfY3B1X3NlY29uZHMiRQoMU2Vzc2lvblVzYWdlEgoKAmlkGAEgASgJEhQKDG1lbW9yeV9ieXRlcxgCIAEoARITCgtjcHVfc2Vjb25kcxgDIAEoASIwCgpTeXN0ZW1JbmZvEg0KBWNvcmVzGAEgASgFEhMKC2ZyZWVfbWVtb3J5GAIgASgFImIKDVBhY2thZ2VNYXRyaXgSEQoJcm93X25hbWVzGAEgAygJEhQKDGNvbHVtbl9uYW1lcxgCIAMoCRIoCgRyb3dzGAMgAygLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZSIQCg5HZXRJbmZvUmVxdWVzdCJ4Cg9HZXRJbmZvUmVzcG9uc2USCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIPCgdjbHVzdGVyGAMgASgJEgwKBHRhZ3MYBCADKAkSEwoGc2VydmVyGAUgASgJSACIAQESDAoEbmFtZRgGIAEoCUIJCgdfc2VydmVyIg4KDENoZWNrUmVxdWVzdCIPCg1DaGVja1Jlc3BvbnNlIjcKE0xpc3RTZXNzaW9uc1JlcXVlc3QSFAoHc3ViamVjdBgBIAEoCUgAiAEBQgoKCF9zdWJqZWN0IjwKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEiQKCHNlc3Npb25zGAEgAygLMhIucm9jay5yLnYxLlNlc3Npb24iFgoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QiPAoVQ3JlYXRlU2Vzc2lvblJlc3BvbnNlEiMKB3Nlc3Npb24YASABKAsyEi5yb2NrLnIudjEuU2Vzc2lvbiIXChVEZWxldGVTZXNzaW9uc1JlcXVlc3QiGAoWRGVsZXRlU2Vzc2lvbnNSZXNwb25zZSIfChFHZXRTZXNzaW9uUmVxdWVzdBIKCgJpZBgBIAEoCSI5ChJHZXRTZXNzaW9uUmVzcG9uc2USIwoHc2Vzc2lvbhgBIAEoCzISLnJvY2suci52MS5TZXNzaW9uIiIKFERlbGV0ZVNlc3Npb25SZXF1ZXN0EgoKAmlkGAEgASgJIhcKFURlbGV0ZVNlc3Npb25SZXNwb25zZSJhCg1Bc3NpZ25SZXF1ZXN0EgoKAmlkGAEgASgJEhEKBnN5bWJvbBgCIAEoCVIBcxINCgVhc3luYxgDIAEoCBIiCgRib2R5GAQgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keSI1Cg5Bc3NpZ25SZXNwb25zZRIjCgdjb21tYW5kGAEgASgLMhIucm9jay5yLnYxLkNvbW1hbmQibAoLRXZhbFJlcXVlc3QSCgoCaWQYASABKAkSDQoFYXN5bmMYAiABKAgSJAoGc2NyaXB0GAMgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keRIcCgZhY2NlcHQYBCABKAlCDKq7GAgKBmFjY2VwdCJmCgxFdmFsUmVzcG9uc2USJQoFdmFsdWUYASABKAsyFC5nb29nbGUuYXBpLkh0dHBCb2R5SAASJQoHY29tbWFuZBgCIAEoCzISLnJvY2suci52MS5Db21tYW5kSABCCAoGYW5zd2VyImAKDkV4ZWN1dGVSZXF1ZXN0EgoKAmlkGAEgASgJEiQKBnNjcmlwdBgCIAEoCzIULmdvb2dsZS5hcGkuSHR0cEJvZHkSHAoGYWNjZXB0GAMgASgJQgyquxgICgZhY2NlcHQinAEKD0V4ZWN1dGVSZXNwb25zZRIQCgZvdXRwdXQYASABKAlIABIRCgdtZXNzYWdlGAIgASgJSAASEQoHd2FybmluZxgDIAEoCUgAEiYKBGpzb24YBCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVIABIPCgVyZGF0YRgFIAEoDEgAEg8KBWVycm9yGAYgASgJSABCBwoFZXZlbnQiJQoXSW50ZXJydXB0U2Vzc2lvblJlcXVlc3QSCgoCaWQYASABKAkiLwoYSW50ZXJydXB0U2Vzc2lvblJlc3BvbnNlEhMKC2ludGVycnVwdGVkGAEgASgIIsgBChFVcGxvYWRGaWxlUmVxdWVzdBIKCgJpZBgBIAEoCRIRCgRwYXRoGAIgASgJSACIAQESFgoJb3ZlcndyaXRlGAMgASgISAGIAQESEQoEdGVtcBgEIAEoCEgCiAEBEhYKCWZpbGVfbmFtZRgFIAEoCUgDiAEBEiMKBWNodW5rGAYgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keUIHCgVfcGF0aEIMCgpfb3ZlcndyaXRlQgcKBV90ZW1wQgwKCl9maWxlX25hbWUiNgoSVXBsb2FkRmlsZVJlc3BvbnNlEgwKBHBhdGgYASABKAkSDAoEc2l6ZRgDIAEoAUoECAIQAyI9ChNEb3dubG9hZEZpbGVSZXF1ZXN0EgoKAmlkGAEgASgJEgwKBHBhdGgYAiABKAkSDAoEdGVtcBgDIAEoCCI7ChREb3dubG9hZEZpbGVSZXNwb25zZRIjCgVjaHVuaxgBIAEoCzIULmdvb2dsZS5hcGkuSHR0cEJvZHkiIQoTTGlzdENvbW1hbmRzUmVxdWVzdBIKCgJpZBgBIAEoCSI8ChRMaXN0Q29tbWFuZHNSZXNwb25zZRIkCghjb21tYW5kcxgBIAMoCzISLnJvY2suci52MS5Db21tYW5kIj0KEUdldENvbW1hbmRSZXF1ZXN0EgoKAmlkGAEgASgJEg4KBmNtZF9pZBgCIAEoCRIMCgR3YWl0GAMgASgIIjkKEkdldENvbW1hbmRSZXNwb25zZRIjCgdjb21tYW5kGAEgASgLMhIucm9jay5yLnYxLkNvbW1hbmQiMgoURGVsZXRlQ29tbWFuZFJlcXVlc3QSCgoCaWQYASABKAkSDgoGY21kX2lkGAIgASgJIhcKFURlbGV0ZUNvbW1hbmRSZXNwb25zZSJbChdHZXRDb21tYW5kUmVzdWx0UmVxdWVzdBIKCgJpZBgBIAEoCRIOCgZjbWRfaWQYAiABKAkSDwoCcm0YAyABKAhIAIgBARIMCgR3YWl0GAQgASgIQgUKA19ybSJAChhHZXRDb21tYW5kUmVzdWx0UmVzcG9uc2USJAoGcmVzdWx0GAEgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keSIYChZHZXRTZXJ2ZXJTdGF0dXNSZXF1ZXN0IkIKF0dldFNlcnZlclN0YXR1c1Jlc3BvbnNlEicKBnN0YXR1cxgBIAEoCzIXLnJvY2suci52MS5TZXJ2ZXJTdGF0dXMiFAoSU3RhcnRTZXJ2ZXJSZXF1ZXN0Ij4KE1N0YXJ0U2VydmVyUmVzcG9uc2USJwoGc3RhdHVzGAEgASgLMhcucm9jay5yLnYxLlNlcnZlclN0YXR1cyITChFTdG9wU2VydmVyUmVxdWVzdCI9ChJTdG9wU2VydmVyUmVzcG9uc2USJwoGc3RhdHVzGAEgASgLMhcucm9jay5yLnYxLlNlcnZlclN0YXR1cyIxChFHZXRWZXJzaW9uUmVxdWVzdBIcCgZhY2NlcHQYASABKAlCDKq7GAgKBmFjY2VwdCJ2ChJHZXRWZXJzaW9uUmVzcG9uc2USKgoHdmVyc2lvbhgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIqCgpzZXJpYWxpemVkGAIgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keUgAQggKBmFuc3dlciItCg1HZXRMb2dSZXF1ZXN0EhIKBWxpbWl0GAEgASgFSACIAQFCCAoGX2xpbWl0IjQKDkdldExvZ1Jlc3BvbnNlEiIKBHRleHQYASABKAsyFC5nb29nbGUuYXBpLkh0dHBCb2R5Ij4KDlRhaWxMb2dSZXF1ZXN0EhIKBWxpbWl0GAEgASgFSACIAQESDgoGZm9sbG93GAIgASgIQggKBl9saW1pdCIfCg9UYWlsTG9nUmVzcG9uc2USDAoEbGluZRgBIAEoCSIzChNMaXN0UGFja2FnZXNSZXF1ZXN0EhwKBmFjY2VwdBgBIAEoCUIMqrsYCAoGYWNjZXB0IngKFExpc3RQYWNrYWdlc1Jlc3BvbnNlEioKBm1hdHJpeBgBIAEoCzIYLnJvY2suci52MS5QYWNrYWdlTWF0cml4SAASKgoKc2VyaWFsaXplZBgCIAEoCzIULmdvb2dsZS5hcGkuSHR0cEJvZHlIAEIICgZhbnN3ZXIiFwoVVXBkYXRlUGFja2FnZXNSZXF1ZXN0IhgKFlVwZGF0ZVBhY2thZ2VzUmVzcG9uc2UiJQoVUmVtb3ZlUGFja2FnZXNSZXF1ZXN0EgwKBG5hbWUYASADKAkiGAoWUmVtb3ZlUGFja2FnZXNSZXNwb25zZSJDChVJbnN0YWxsUGFja2FnZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdtYW5hZ2VyGAIgASgJEgsKA3JlZhgDIAEoCSIpChZJbnN0YWxsUGFja2FnZVJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAkiWQobSW5zdGFsbFBhY2thZ2VTdHJlYW1SZXF1ZXN0EgwKBG5hbWUYASABKAkSDwoHbWFuYWdlchgCIAEoCRILCgNyZWYYAyABKAkSDgoGdXBkYXRlGAQgASgIIlQKHEluc3RhbGxQYWNrYWdlU3RyZWFtUmVzcG9uc2USDgoEbGluZRgBIAEoCUgAEhsKEWluc3RhbGxlZF92ZXJzaW9uGAIgASgJSABCBwoFZXZlbnQiOQoZR2V0UGFja2FnZVNldHRpbmdzUmVxdWVzdBIcCgZhY2NlcHQYASABKAlCDKq7GAgKBmFjY2VwdCJ/ChpHZXRQYWNrYWdlU2V0dGluZ3NSZXNwb25zZRIrCghzZXR0aW5ncxgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIqCgpzZXJpYWxpemVkGAIgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keUgAQggKBmFuc3dlciI/ChFHZXRQYWNrYWdlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhwKBmFjY2VwdBgCIAEoCUIMqrsYCAoGYWNjZXB0InoKEkdldFBhY2thZ2VSZXNwb25zZRIuCgtkZXNjcmlwdGlvbhgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIABIqCgpzZXJpYWxpemVkGAIgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keUgAQggKBmFuc3dlciIkChRSZW1vdmVQYWNrYWdlUmVxdWVzdBIMCgRuYW1lGAEgASgJIhcKFVJlbW92ZVBhY2thZ2VSZXNwb25zZTLJIQoIUlNlcnZpY2USVgoHR2V0SW5mbxIZLnJvY2suci52MS5HZXRJbmZvUmVxdWVzdBoaLnJvY2suci52MS5HZXRJbmZvUmVzcG9uc2UiFKK7GAIIAYLT5JMCCBIGL19pbmZvElEKBUNoZWNrEhcucm9jay5yLnYxLkNoZWNrUmVxdWVzdBoYLnJvY2suci52MS5DaGVja1Jlc3BvbnNlIhWiuxgCCAGC0+STAgkSBy9fY2hlY2sScgoMTGlzdFNlc3Npb25zEh4ucm9jay5yLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHy5yb2NrLnIudjEuTGlzdFNlc3Npb25zUmVzcG9uc2UiIaK7GACC0+STAhdiCHNlc3Npb25zEgsvci9zZXNzaW9ucxKmAQoNQ3JlYXRlU2Vzc2lvbhIfLnJvY2suci52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBogLnJvY2suci52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2UiUqK7GBUSDWFkbWluaXN0cmF0b3ISBHVzZXKyuxgZGhcvci9zZXNzaW9uL3tzZXNzaW9uLmlkfYLT5JMCFmIHc2Vzc2lvbiILL3Ivc2Vzc2lvbnMSjQEKDkRlbGV0ZVNlc3Npb25zEiAucm9jay5yLnYxLkRlbGV0ZVNlc3Npb25zUmVxdWVzdBohLnJvY2suci52MS5EZWxldGVTZXNzaW9uc1Jlc3BvbnNlIjaiuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VysrsYAwjMAYLT5JMCDSoLL3Ivc2Vzc2lvbnMSbwoKR2V0U2Vzc2lvbhIcLnJvY2suci52MS5HZXRTZXNzaW9uUmVxdWVzdBodLnJvY2suci52MS5HZXRTZXNzaW9uUmVzcG9uc2UiJKK7GACC0+STAhpiB3Nlc3Npb24SDy9yL3Nlc3Npb24ve2lkfRJ2Cg1EZWxldGVTZXNzaW9uEh8ucm9jay5yLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiAucm9jay5yLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZSIiorsYALK7GAMIzAGC0+STAhEqDy9yL3Nlc3Npb24ve2lkfRKrAQoGQXNzaWduEhgucm9jay5yLnYxLkFzc2lnblJlcXVlc3QaGS5yb2NrLnIudjEuQXNzaWduUmVzcG9uc2UibKK7GACyuxg2GjQvci9zZXNzaW9uL3tjb21tYW5kLnNlc3Npb25faWR9L2NvbW1hbmQve2NvbW1hbmQuaWR9gtPkkwIoOgRib2R5Ygdjb21tYW5kIhcvci9zZXNzaW9uL3tpZH0vX2Fzc2lnbhKkAQoERXZhbBIWLnJvY2suci52MS5FdmFsUmVxdWVzdBoXLnJvY2suci52MS5FdmFsUmVzcG9uc2Uia6K7GACyuxg2GjQvci9zZXNzaW9uL3tjb21tYW5kLnNlc3Npb25faWR9L2NvbW1hbmQve2NvbW1hbmQuaWR9gtPkkwInOgZzY3JpcHRiBmFuc3dlciIVL3Ivc2Vzc2lvbi97aWR9L19ldmFsEnAKB0V4ZWN1dGUSGS5yb2NrLnIudjEuRXhlY3V0ZVJlcXVlc3QaGi5yb2NrLnIudjEuRXhlY3V0ZVJlc3BvbnNlIiyiuxgAgtPkkwIiOgZzY3JpcHQiGC9yL3Nlc3Npb24ve2lkfS9fZXhlY3V0ZTABEoMBChBJbnRlcnJ1cHRTZXNzaW9uEiIucm9jay5yLnYxLkludGVycnVwdFNlc3Npb25SZXF1ZXN0GiMucm9jay5yLnYxLkludGVycnVwdFNlc3Npb25SZXNwb25zZSImorsYAILT5JMCHCIaL3Ivc2Vzc2lvbi97aWR9L19pbnRlcnJ1cHQSdwoKVXBsb2FkRmlsZRIcLnJvY2suci52MS5VcGxvYWRGaWxlUmVxdWVzdBodLnJvY2suci52MS5VcGxvYWRGaWxlUmVzcG9uc2UiKqK7GACC0+STAiA6BWNodW5rIhcvci9zZXNzaW9uL3tpZH0vX3VwbG9hZCgBEn8KDERvd25sb2FkRmlsZRIeLnJvY2suci52MS5Eb3dubG9hZEZpbGVSZXF1ZXN0Gh8ucm9jay5yLnYxLkRvd25sb2FkRmlsZVJlc3BvbnNlIiyiuxgAgtPkkwIiYgVjaHVuaxIZL3Ivc2Vzc2lvbi97aWR9L19kb3dubG9hZDABEn8KDExpc3RDb21tYW5kcxIeLnJvY2suci52MS5MaXN0Q29tbWFuZHNSZXF1ZXN0Gh8ucm9jay5yLnYxLkxpc3RDb21tYW5kc1Jlc3BvbnNlIi6iuxgAgtPkkwIkYghjb21tYW5kcxIYL3Ivc2Vzc2lvbi97aWR9L2NvbW1hbmRzEoABCgpHZXRDb21tYW5kEhwucm9jay5yLnYxLkdldENvbW1hbmRSZXF1ZXN0Gh0ucm9jay5yLnYxLkdldENvbW1hbmRSZXNwb25zZSI1orsYAILT5JMCK2IHY29tbWFuZBIgL3Ivc2Vzc2lvbi97aWR9L2NvbW1hbmQve2NtZF9pZH0ShwEKDURlbGV0ZUNvbW1hbmQSHy5yb2NrLnIudjEuRGVsZXRlQ29tbWFuZFJlcXVlc3QaIC5yb2NrLnIudjEuRGVsZXRlQ29tbWFuZFJlc3BvbnNlIjOiuxgAsrsYAwjMAYLT5JMCIiogL3Ivc2Vzc2lvbi97aWR9L2NvbW1hbmQve2NtZF9pZH0SnwEKEEdldENvbW1hbmRSZXN1bHQSIi5yb2NrLnIudjEuR2V0Q29tbWFuZFJlc3VsdFJlcXVlc3QaIy5yb2NrLnIudjEuR2V0Q29tbWFuZFJlc3VsdFJlc3BvbnNlIkKiuxgAsrsYAxDMAYLT5JMCMWIGcmVzdWx0Eicvci9zZXNzaW9uL3tpZH0vY29tbWFuZC97Y21kX2lkfS9yZXN1bHQSjgEKD0dldFNlcnZlclN0YXR1cxIhLnJvY2suci52MS5HZXRTZXJ2ZXJTdGF0dXNSZXF1ZXN0GiIucm9jay5yLnYxLkdldFNlcnZlclN0YXR1c1Jlc3BvbnNlIjSiuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VygtPkkwISYgZzdGF0dXMSCC9yc2VydmVyEoIBCgtTdGFydFNlcnZlchIdLnJvY2suci52MS5TdGFydFNlcnZlclJlcXVlc3QaHi5yb2NrLnIudjEuU3RhcnRTZXJ2ZXJSZXNwb25zZSI0orsYGBINYWRtaW5pc3RyYXRvchIHbWFuYWdlcoLT5JMCEmIGc3RhdHVzGggvcnNlcnZlchJ/CgpTdG9wU2VydmVyEhwucm9jay5yLnYxLlN0b3BTZXJ2ZXJSZXF1ZXN0Gh0ucm9jay5yLnYxLlN0b3BTZXJ2ZXJSZXNwb25zZSI0orsYGBINYWRtaW5pc3RyYXRvchIHbWFuYWdlcoLT5JMCEmIGc3RhdHVzKggvcnNlcnZlchKIAQoKR2V0VmVyc2lvbhIcLnJvY2suci52MS5HZXRWZXJzaW9uUmVxdWVzdBodLnJvY2suci52MS5HZXRWZXJzaW9uUmVzcG9uc2UiPaK7GBgSDWFkbWluaXN0cmF0b3ISB21hbmFnZXKC0+STAhtiBmFuc3dlchIRL3JzZXJ2ZXIvX3ZlcnNpb24SdgoGR2V0TG9nEhgucm9jay5yLnYxLkdldExvZ1JlcXVlc3QaGS5yb2NrLnIudjEuR2V0TG9nUmVzcG9uc2UiN6K7GBgSDWFkbWluaXN0cmF0b3ISB21hbmFnZXKC0+STAhViBHRleHQSDS9yc2VydmVyL19sb2cSdgoHVGFpbExvZxIZLnJvY2suci52MS5UYWlsTG9nUmVxdWVzdBoaLnJvY2suci52MS5UYWlsTG9nUmVzcG9uc2UiMqK7GBgSDWFkbWluaXN0cmF0b3ISB21hbmFnZXKC0+STAhASDi9yc2VydmVyL190YWlsMAESjgEKDExpc3RQYWNrYWdlcxIeLnJvY2suci52MS5MaXN0UGFja2FnZXNSZXF1ZXN0Gh8ucm9jay5yLnYxLkxpc3RQYWNrYWdlc1Jlc3BvbnNlIj2iuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VygtPkkwIbYgZhbnN3ZXISES9yc2VydmVyL3BhY2thZ2VzEowBCg5VcGRhdGVQYWNrYWdlcxIgLnJvY2suci52MS5VcGRhdGVQYWNrYWdlc1JlcXVlc3QaIS5yb2NrLnIudjEuVXBkYXRlUGFja2FnZXNSZXNwb25zZSI1orsYGBINYWRtaW5pc3RyYXRvchIHbWFuYWdlcoLT5JMCExoRL3JzZXJ2ZXIvcGFja2FnZXMSkwEKDlJlbW92ZVBhY2thZ2VzEiAucm9jay5yLnYxLlJlbW92ZVBhY2thZ2VzUmVxdWVzdBohLnJvY2suci52MS5SZW1vdmVQYWNrYWdlc1Jlc3BvbnNlIjyiuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VysrsYAwjMAYLT5JMCEyoRL3JzZXJ2ZXIvcGFja2FnZXMSkwEKDkluc3RhbGxQYWNrYWdlEiAucm9jay5yLnYxLkluc3RhbGxQYWNrYWdlUmVxdWVzdBohLnJvY2suci52MS5JbnN0YWxsUGFja2FnZVJlc3BvbnNlIjyiuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VysrsYAwjMAYLT5JMCEyIRL3JzZXJ2ZXIvcGFja2FnZXMSqQEKFEluc3RhbGxQYWNrYWdlU3RyZWFtEiYucm9jay5yLnYxLkluc3RhbGxQYWNrYWdlU3RyZWFtUmVxdWVzdBonLnJvY2suci52MS5JbnN0YWxsUGFja2FnZVN0cmVhbVJlc3BvbnNlIj6iuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VygtPkkwIcIhovcnNlcnZlci9wYWNrYWdlcy9faW5zdGFsbDABEtABChJHZXRQYWNrYWdlU2V0dGluZ3MSJC5yb2NrLnIudjEuR2V0UGFja2FnZVNldHRpbmdzUmVxdWVzdBolLnJvY2suci52MS5HZXRQYWNrYWdlU2V0dGluZ3NSZXNwb25zZSJtorsYGBINYWRtaW5pc3RyYXRvchIHbWFuYWdlcoLT5JMCS1onYgZhbnN3ZXISHS9yc2VydmVyL3BhY2thZ2VzL19kYXRhc2hpZWxkYgZhbnN3ZXISGC9yc2VydmVyL3BhY2thZ2VzL19zdGF0cxKOAQoKR2V0UGFja2FnZRIcLnJvY2suci52MS5HZXRQYWNrYWdlUmVxdWVzdBodLnJvY2suci52MS5HZXRQYWNrYWdlUmVzcG9uc2UiQ6K7GBgSDWFkbWluaXN0cmF0b3ISB21hbmFnZXKC0+STAiFiBmFuc3dlchIXL3JzZXJ2ZXIvcGFja2FnZS97bmFtZX0SlgEKDVJlbW92ZVBhY2thZ2USHy5yb2NrLnIudjEuUmVtb3ZlUGFja2FnZVJlcXVlc3QaIC5yb2NrLnIudjEuUmVtb3ZlUGFja2FnZVJlc3BvbnNlIkKiuxgYEg1hZG1pbmlzdHJhdG9yEgdtYW5hZ2VysrsYAwjMAYLT5JMCGSoXL3JzZXJ2ZXIvcGFja2FnZS97bmFtZX1iBnByb3RvMw", [file_google_api_annotations, file_google_api_httpbody, file_google_protobuf_struct, file_rock_options_v1_access, file_rock_options_v1_rest]);
 
 /**
  * @generated from message rock.r.v1.Session
@@ -194,6 +194,26 @@ export type SessionCounts = Message<"rock.r.v1.SessionCounts"> & {
    * @generated from field: int32 busy = 2;
    */
   busy: number;
+
+  /**
+   * With quotas (a control group per session): the memory all sessions use now, in bytes, and the CPU
+   * time they used since the start, in seconds; absent without.
+   *
+   * @generated from field: optional double memory_bytes = 3;
+   */
+  memoryBytes?: number | undefined;
+
+  /**
+   * @generated from field: optional double cpu_seconds = 4;
+   */
+  cpuSeconds?: number | undefined;
+
+  /**
+   * With quotas: each open session's own; empty without.
+   *
+   * @generated from field: repeated rock.r.v1.SessionUsage usage = 5;
+   */
+  usage: SessionUsage[];
 };
 
 /**
@@ -202,6 +222,39 @@ export type SessionCounts = Message<"rock.r.v1.SessionCounts"> & {
  */
 export const SessionCountsSchema: GenMessage<SessionCounts> = /*@__PURE__*/
   messageDesc(file_rock_r_v1_rservice, 3);
+
+/**
+ * What one session's control group accounts.
+ *
+ * @generated from message rock.r.v1.SessionUsage
+ */
+export type SessionUsage = Message<"rock.r.v1.SessionUsage"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Memory it uses now, bytes.
+   *
+   * @generated from field: double memory_bytes = 2;
+   */
+  memoryBytes: number;
+
+  /**
+   * CPU time it used, seconds.
+   *
+   * @generated from field: double cpu_seconds = 3;
+   */
+  cpuSeconds: number;
+};
+
+/**
+ * Describes the message rock.r.v1.SessionUsage.
+ * Use `create(SessionUsageSchema)` to create a new message.
+ */
+export const SessionUsageSchema: GenMessage<SessionUsage> = /*@__PURE__*/
+  messageDesc(file_rock_r_v1_rservice, 4);
 
 /**
  * @generated from message rock.r.v1.SystemInfo
@@ -227,7 +280,7 @@ export type SystemInfo = Message<"rock.r.v1.SystemInfo"> & {
  * Use `create(SystemInfoSchema)` to create a new message.
  */
 export const SystemInfoSchema: GenMessage<SystemInfo> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 4);
+  messageDesc(file_rock_r_v1_rservice, 5);
 
 /**
  * The installed packages: `installed.packages()` with the description fields of the contract.
@@ -258,7 +311,7 @@ export type PackageMatrix = Message<"rock.r.v1.PackageMatrix"> & {
  * Use `create(PackageMatrixSchema)` to create a new message.
  */
 export const PackageMatrixSchema: GenMessage<PackageMatrix> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 5);
+  messageDesc(file_rock_r_v1_rservice, 6);
 
 /**
  * @generated from message rock.r.v1.GetInfoRequest
@@ -271,7 +324,7 @@ export type GetInfoRequest = Message<"rock.r.v1.GetInfoRequest"> & {
  * Use `create(GetInfoRequestSchema)` to create a new message.
  */
 export const GetInfoRequestSchema: GenMessage<GetInfoRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 6);
+  messageDesc(file_rock_r_v1_rservice, 7);
 
 /**
  * @generated from message rock.r.v1.GetInfoResponse
@@ -315,7 +368,7 @@ export type GetInfoResponse = Message<"rock.r.v1.GetInfoResponse"> & {
  * Use `create(GetInfoResponseSchema)` to create a new message.
  */
 export const GetInfoResponseSchema: GenMessage<GetInfoResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 7);
+  messageDesc(file_rock_r_v1_rservice, 8);
 
 /**
  * @generated from message rock.r.v1.CheckRequest
@@ -328,7 +381,7 @@ export type CheckRequest = Message<"rock.r.v1.CheckRequest"> & {
  * Use `create(CheckRequestSchema)` to create a new message.
  */
 export const CheckRequestSchema: GenMessage<CheckRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 8);
+  messageDesc(file_rock_r_v1_rservice, 9);
 
 /**
  * @generated from message rock.r.v1.CheckResponse
@@ -341,7 +394,7 @@ export type CheckResponse = Message<"rock.r.v1.CheckResponse"> & {
  * Use `create(CheckResponseSchema)` to create a new message.
  */
 export const CheckResponseSchema: GenMessage<CheckResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 9);
+  messageDesc(file_rock_r_v1_rservice, 10);
 
 /**
  * @generated from message rock.r.v1.ListSessionsRequest
@@ -360,7 +413,7 @@ export type ListSessionsRequest = Message<"rock.r.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 10);
+  messageDesc(file_rock_r_v1_rservice, 11);
 
 /**
  * @generated from message rock.r.v1.ListSessionsResponse
@@ -377,7 +430,7 @@ export type ListSessionsResponse = Message<"rock.r.v1.ListSessionsResponse"> & {
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 11);
+  messageDesc(file_rock_r_v1_rservice, 12);
 
 /**
  * @generated from message rock.r.v1.CreateSessionRequest
@@ -390,7 +443,7 @@ export type CreateSessionRequest = Message<"rock.r.v1.CreateSessionRequest"> & {
  * Use `create(CreateSessionRequestSchema)` to create a new message.
  */
 export const CreateSessionRequestSchema: GenMessage<CreateSessionRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 12);
+  messageDesc(file_rock_r_v1_rservice, 13);
 
 /**
  * @generated from message rock.r.v1.CreateSessionResponse
@@ -407,7 +460,7 @@ export type CreateSessionResponse = Message<"rock.r.v1.CreateSessionResponse"> &
  * Use `create(CreateSessionResponseSchema)` to create a new message.
  */
 export const CreateSessionResponseSchema: GenMessage<CreateSessionResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 13);
+  messageDesc(file_rock_r_v1_rservice, 14);
 
 /**
  * @generated from message rock.r.v1.DeleteSessionsRequest
@@ -420,7 +473,7 @@ export type DeleteSessionsRequest = Message<"rock.r.v1.DeleteSessionsRequest"> &
  * Use `create(DeleteSessionsRequestSchema)` to create a new message.
  */
 export const DeleteSessionsRequestSchema: GenMessage<DeleteSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 14);
+  messageDesc(file_rock_r_v1_rservice, 15);
 
 /**
  * @generated from message rock.r.v1.DeleteSessionsResponse
@@ -433,7 +486,7 @@ export type DeleteSessionsResponse = Message<"rock.r.v1.DeleteSessionsResponse">
  * Use `create(DeleteSessionsResponseSchema)` to create a new message.
  */
 export const DeleteSessionsResponseSchema: GenMessage<DeleteSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 15);
+  messageDesc(file_rock_r_v1_rservice, 16);
 
 /**
  * @generated from message rock.r.v1.GetSessionRequest
@@ -450,7 +503,7 @@ export type GetSessionRequest = Message<"rock.r.v1.GetSessionRequest"> & {
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 16);
+  messageDesc(file_rock_r_v1_rservice, 17);
 
 /**
  * @generated from message rock.r.v1.GetSessionResponse
@@ -467,7 +520,7 @@ export type GetSessionResponse = Message<"rock.r.v1.GetSessionResponse"> & {
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 17);
+  messageDesc(file_rock_r_v1_rservice, 18);
 
 /**
  * @generated from message rock.r.v1.DeleteSessionRequest
@@ -484,7 +537,7 @@ export type DeleteSessionRequest = Message<"rock.r.v1.DeleteSessionRequest"> & {
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 18);
+  messageDesc(file_rock_r_v1_rservice, 19);
 
 /**
  * @generated from message rock.r.v1.DeleteSessionResponse
@@ -497,7 +550,7 @@ export type DeleteSessionResponse = Message<"rock.r.v1.DeleteSessionResponse"> &
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 19);
+  messageDesc(file_rock_r_v1_rservice, 20);
 
 /**
  * @generated from message rock.r.v1.AssignRequest
@@ -531,7 +584,7 @@ export type AssignRequest = Message<"rock.r.v1.AssignRequest"> & {
  * Use `create(AssignRequestSchema)` to create a new message.
  */
 export const AssignRequestSchema: GenMessage<AssignRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 20);
+  messageDesc(file_rock_r_v1_rservice, 21);
 
 /**
  * @generated from message rock.r.v1.AssignResponse
@@ -550,7 +603,7 @@ export type AssignResponse = Message<"rock.r.v1.AssignResponse"> & {
  * Use `create(AssignResponseSchema)` to create a new message.
  */
 export const AssignResponseSchema: GenMessage<AssignResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 21);
+  messageDesc(file_rock_r_v1_rservice, 22);
 
 /**
  * @generated from message rock.r.v1.EvalRequest
@@ -585,7 +638,7 @@ export type EvalRequest = Message<"rock.r.v1.EvalRequest"> & {
  * Use `create(EvalRequestSchema)` to create a new message.
  */
 export const EvalRequestSchema: GenMessage<EvalRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 22);
+  messageDesc(file_rock_r_v1_rservice, 23);
 
 /**
  * @generated from message rock.r.v1.EvalResponse
@@ -618,7 +671,7 @@ export type EvalResponse = Message<"rock.r.v1.EvalResponse"> & {
  * Use `create(EvalResponseSchema)` to create a new message.
  */
 export const EvalResponseSchema: GenMessage<EvalResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 23);
+  messageDesc(file_rock_r_v1_rservice, 24);
 
 /**
  * @generated from message rock.r.v1.ExecuteRequest
@@ -645,7 +698,7 @@ export type ExecuteRequest = Message<"rock.r.v1.ExecuteRequest"> & {
  * Use `create(ExecuteRequestSchema)` to create a new message.
  */
 export const ExecuteRequestSchema: GenMessage<ExecuteRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 24);
+  messageDesc(file_rock_r_v1_rservice, 25);
 
 /**
  * @generated from message rock.r.v1.ExecuteResponse
@@ -706,7 +759,7 @@ export type ExecuteResponse = Message<"rock.r.v1.ExecuteResponse"> & {
  * Use `create(ExecuteResponseSchema)` to create a new message.
  */
 export const ExecuteResponseSchema: GenMessage<ExecuteResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 25);
+  messageDesc(file_rock_r_v1_rservice, 26);
 
 /**
  * @generated from message rock.r.v1.InterruptSessionRequest
@@ -723,7 +776,7 @@ export type InterruptSessionRequest = Message<"rock.r.v1.InterruptSessionRequest
  * Use `create(InterruptSessionRequestSchema)` to create a new message.
  */
 export const InterruptSessionRequestSchema: GenMessage<InterruptSessionRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 26);
+  messageDesc(file_rock_r_v1_rservice, 27);
 
 /**
  * @generated from message rock.r.v1.InterruptSessionResponse
@@ -742,7 +795,7 @@ export type InterruptSessionResponse = Message<"rock.r.v1.InterruptSessionRespon
  * Use `create(InterruptSessionResponseSchema)` to create a new message.
  */
 export const InterruptSessionResponseSchema: GenMessage<InterruptSessionResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 27);
+  messageDesc(file_rock_r_v1_rservice, 28);
 
 /**
  * The first message names the session; `path`, `overwrite`, `temp` and `file_name` may come in any
@@ -789,7 +842,7 @@ export type UploadFileRequest = Message<"rock.r.v1.UploadFileRequest"> & {
  * Use `create(UploadFileRequestSchema)` to create a new message.
  */
 export const UploadFileRequestSchema: GenMessage<UploadFileRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 28);
+  messageDesc(file_rock_r_v1_rservice, 29);
 
 /**
  * @generated from message rock.r.v1.UploadFileResponse
@@ -815,7 +868,7 @@ export type UploadFileResponse = Message<"rock.r.v1.UploadFileResponse"> & {
  * Use `create(UploadFileResponseSchema)` to create a new message.
  */
 export const UploadFileResponseSchema: GenMessage<UploadFileResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 29);
+  messageDesc(file_rock_r_v1_rservice, 30);
 
 /**
  * @generated from message rock.r.v1.DownloadFileRequest
@@ -842,7 +895,7 @@ export type DownloadFileRequest = Message<"rock.r.v1.DownloadFileRequest"> & {
  * Use `create(DownloadFileRequestSchema)` to create a new message.
  */
 export const DownloadFileRequestSchema: GenMessage<DownloadFileRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 30);
+  messageDesc(file_rock_r_v1_rservice, 31);
 
 /**
  * @generated from message rock.r.v1.DownloadFileResponse
@@ -859,7 +912,7 @@ export type DownloadFileResponse = Message<"rock.r.v1.DownloadFileResponse"> & {
  * Use `create(DownloadFileResponseSchema)` to create a new message.
  */
 export const DownloadFileResponseSchema: GenMessage<DownloadFileResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 31);
+  messageDesc(file_rock_r_v1_rservice, 32);
 
 /**
  * @generated from message rock.r.v1.ListCommandsRequest
@@ -876,7 +929,7 @@ export type ListCommandsRequest = Message<"rock.r.v1.ListCommandsRequest"> & {
  * Use `create(ListCommandsRequestSchema)` to create a new message.
  */
 export const ListCommandsRequestSchema: GenMessage<ListCommandsRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 32);
+  messageDesc(file_rock_r_v1_rservice, 33);
 
 /**
  * @generated from message rock.r.v1.ListCommandsResponse
@@ -893,7 +946,7 @@ export type ListCommandsResponse = Message<"rock.r.v1.ListCommandsResponse"> & {
  * Use `create(ListCommandsResponseSchema)` to create a new message.
  */
 export const ListCommandsResponseSchema: GenMessage<ListCommandsResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 33);
+  messageDesc(file_rock_r_v1_rservice, 34);
 
 /**
  * @generated from message rock.r.v1.GetCommandRequest
@@ -922,7 +975,7 @@ export type GetCommandRequest = Message<"rock.r.v1.GetCommandRequest"> & {
  * Use `create(GetCommandRequestSchema)` to create a new message.
  */
 export const GetCommandRequestSchema: GenMessage<GetCommandRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 34);
+  messageDesc(file_rock_r_v1_rservice, 35);
 
 /**
  * @generated from message rock.r.v1.GetCommandResponse
@@ -939,7 +992,7 @@ export type GetCommandResponse = Message<"rock.r.v1.GetCommandResponse"> & {
  * Use `create(GetCommandResponseSchema)` to create a new message.
  */
 export const GetCommandResponseSchema: GenMessage<GetCommandResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 35);
+  messageDesc(file_rock_r_v1_rservice, 36);
 
 /**
  * @generated from message rock.r.v1.DeleteCommandRequest
@@ -961,7 +1014,7 @@ export type DeleteCommandRequest = Message<"rock.r.v1.DeleteCommandRequest"> & {
  * Use `create(DeleteCommandRequestSchema)` to create a new message.
  */
 export const DeleteCommandRequestSchema: GenMessage<DeleteCommandRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 36);
+  messageDesc(file_rock_r_v1_rservice, 37);
 
 /**
  * @generated from message rock.r.v1.DeleteCommandResponse
@@ -974,7 +1027,7 @@ export type DeleteCommandResponse = Message<"rock.r.v1.DeleteCommandResponse"> &
  * Use `create(DeleteCommandResponseSchema)` to create a new message.
  */
 export const DeleteCommandResponseSchema: GenMessage<DeleteCommandResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 37);
+  messageDesc(file_rock_r_v1_rservice, 38);
 
 /**
  * @generated from message rock.r.v1.GetCommandResultRequest
@@ -1008,7 +1061,7 @@ export type GetCommandResultRequest = Message<"rock.r.v1.GetCommandResultRequest
  * Use `create(GetCommandResultRequestSchema)` to create a new message.
  */
 export const GetCommandResultRequestSchema: GenMessage<GetCommandResultRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 38);
+  messageDesc(file_rock_r_v1_rservice, 39);
 
 /**
  * @generated from message rock.r.v1.GetCommandResultResponse
@@ -1027,7 +1080,7 @@ export type GetCommandResultResponse = Message<"rock.r.v1.GetCommandResultRespon
  * Use `create(GetCommandResultResponseSchema)` to create a new message.
  */
 export const GetCommandResultResponseSchema: GenMessage<GetCommandResultResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 39);
+  messageDesc(file_rock_r_v1_rservice, 40);
 
 /**
  * @generated from message rock.r.v1.GetServerStatusRequest
@@ -1040,7 +1093,7 @@ export type GetServerStatusRequest = Message<"rock.r.v1.GetServerStatusRequest">
  * Use `create(GetServerStatusRequestSchema)` to create a new message.
  */
 export const GetServerStatusRequestSchema: GenMessage<GetServerStatusRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 40);
+  messageDesc(file_rock_r_v1_rservice, 41);
 
 /**
  * @generated from message rock.r.v1.GetServerStatusResponse
@@ -1057,7 +1110,7 @@ export type GetServerStatusResponse = Message<"rock.r.v1.GetServerStatusResponse
  * Use `create(GetServerStatusResponseSchema)` to create a new message.
  */
 export const GetServerStatusResponseSchema: GenMessage<GetServerStatusResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 41);
+  messageDesc(file_rock_r_v1_rservice, 42);
 
 /**
  * @generated from message rock.r.v1.StartServerRequest
@@ -1070,7 +1123,7 @@ export type StartServerRequest = Message<"rock.r.v1.StartServerRequest"> & {
  * Use `create(StartServerRequestSchema)` to create a new message.
  */
 export const StartServerRequestSchema: GenMessage<StartServerRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 42);
+  messageDesc(file_rock_r_v1_rservice, 43);
 
 /**
  * @generated from message rock.r.v1.StartServerResponse
@@ -1087,7 +1140,7 @@ export type StartServerResponse = Message<"rock.r.v1.StartServerResponse"> & {
  * Use `create(StartServerResponseSchema)` to create a new message.
  */
 export const StartServerResponseSchema: GenMessage<StartServerResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 43);
+  messageDesc(file_rock_r_v1_rservice, 44);
 
 /**
  * @generated from message rock.r.v1.StopServerRequest
@@ -1100,7 +1153,7 @@ export type StopServerRequest = Message<"rock.r.v1.StopServerRequest"> & {
  * Use `create(StopServerRequestSchema)` to create a new message.
  */
 export const StopServerRequestSchema: GenMessage<StopServerRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 44);
+  messageDesc(file_rock_r_v1_rservice, 45);
 
 /**
  * @generated from message rock.r.v1.StopServerResponse
@@ -1117,7 +1170,7 @@ export type StopServerResponse = Message<"rock.r.v1.StopServerResponse"> & {
  * Use `create(StopServerResponseSchema)` to create a new message.
  */
 export const StopServerResponseSchema: GenMessage<StopServerResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 45);
+  messageDesc(file_rock_r_v1_rservice, 46);
 
 /**
  * @generated from message rock.r.v1.GetVersionRequest
@@ -1134,7 +1187,7 @@ export type GetVersionRequest = Message<"rock.r.v1.GetVersionRequest"> & {
  * Use `create(GetVersionRequestSchema)` to create a new message.
  */
 export const GetVersionRequestSchema: GenMessage<GetVersionRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 46);
+  messageDesc(file_rock_r_v1_rservice, 47);
 
 /**
  * @generated from message rock.r.v1.GetVersionResponse
@@ -1163,7 +1216,7 @@ export type GetVersionResponse = Message<"rock.r.v1.GetVersionResponse"> & {
  * Use `create(GetVersionResponseSchema)` to create a new message.
  */
 export const GetVersionResponseSchema: GenMessage<GetVersionResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 47);
+  messageDesc(file_rock_r_v1_rservice, 48);
 
 /**
  * @generated from message rock.r.v1.GetLogRequest
@@ -1182,7 +1235,7 @@ export type GetLogRequest = Message<"rock.r.v1.GetLogRequest"> & {
  * Use `create(GetLogRequestSchema)` to create a new message.
  */
 export const GetLogRequestSchema: GenMessage<GetLogRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 48);
+  messageDesc(file_rock_r_v1_rservice, 49);
 
 /**
  * @generated from message rock.r.v1.GetLogResponse
@@ -1199,7 +1252,7 @@ export type GetLogResponse = Message<"rock.r.v1.GetLogResponse"> & {
  * Use `create(GetLogResponseSchema)` to create a new message.
  */
 export const GetLogResponseSchema: GenMessage<GetLogResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 49);
+  messageDesc(file_rock_r_v1_rservice, 50);
 
 /**
  * @generated from message rock.r.v1.TailLogRequest
@@ -1225,7 +1278,7 @@ export type TailLogRequest = Message<"rock.r.v1.TailLogRequest"> & {
  * Use `create(TailLogRequestSchema)` to create a new message.
  */
 export const TailLogRequestSchema: GenMessage<TailLogRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 50);
+  messageDesc(file_rock_r_v1_rservice, 51);
 
 /**
  * @generated from message rock.r.v1.TailLogResponse
@@ -1242,7 +1295,7 @@ export type TailLogResponse = Message<"rock.r.v1.TailLogResponse"> & {
  * Use `create(TailLogResponseSchema)` to create a new message.
  */
 export const TailLogResponseSchema: GenMessage<TailLogResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 51);
+  messageDesc(file_rock_r_v1_rservice, 52);
 
 /**
  * @generated from message rock.r.v1.ListPackagesRequest
@@ -1259,7 +1312,7 @@ export type ListPackagesRequest = Message<"rock.r.v1.ListPackagesRequest"> & {
  * Use `create(ListPackagesRequestSchema)` to create a new message.
  */
 export const ListPackagesRequestSchema: GenMessage<ListPackagesRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 52);
+  messageDesc(file_rock_r_v1_rservice, 53);
 
 /**
  * @generated from message rock.r.v1.ListPackagesResponse
@@ -1288,7 +1341,7 @@ export type ListPackagesResponse = Message<"rock.r.v1.ListPackagesResponse"> & {
  * Use `create(ListPackagesResponseSchema)` to create a new message.
  */
 export const ListPackagesResponseSchema: GenMessage<ListPackagesResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 53);
+  messageDesc(file_rock_r_v1_rservice, 54);
 
 /**
  * @generated from message rock.r.v1.UpdatePackagesRequest
@@ -1301,7 +1354,7 @@ export type UpdatePackagesRequest = Message<"rock.r.v1.UpdatePackagesRequest"> &
  * Use `create(UpdatePackagesRequestSchema)` to create a new message.
  */
 export const UpdatePackagesRequestSchema: GenMessage<UpdatePackagesRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 54);
+  messageDesc(file_rock_r_v1_rservice, 55);
 
 /**
  * @generated from message rock.r.v1.UpdatePackagesResponse
@@ -1314,7 +1367,7 @@ export type UpdatePackagesResponse = Message<"rock.r.v1.UpdatePackagesResponse">
  * Use `create(UpdatePackagesResponseSchema)` to create a new message.
  */
 export const UpdatePackagesResponseSchema: GenMessage<UpdatePackagesResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 55);
+  messageDesc(file_rock_r_v1_rservice, 56);
 
 /**
  * @generated from message rock.r.v1.RemovePackagesRequest
@@ -1333,7 +1386,7 @@ export type RemovePackagesRequest = Message<"rock.r.v1.RemovePackagesRequest"> &
  * Use `create(RemovePackagesRequestSchema)` to create a new message.
  */
 export const RemovePackagesRequestSchema: GenMessage<RemovePackagesRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 56);
+  messageDesc(file_rock_r_v1_rservice, 57);
 
 /**
  * @generated from message rock.r.v1.RemovePackagesResponse
@@ -1346,7 +1399,7 @@ export type RemovePackagesResponse = Message<"rock.r.v1.RemovePackagesResponse">
  * Use `create(RemovePackagesResponseSchema)` to create a new message.
  */
 export const RemovePackagesResponseSchema: GenMessage<RemovePackagesResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 57);
+  messageDesc(file_rock_r_v1_rservice, 58);
 
 /**
  * @generated from message rock.r.v1.InstallPackageRequest
@@ -1377,7 +1430,7 @@ export type InstallPackageRequest = Message<"rock.r.v1.InstallPackageRequest"> &
  * Use `create(InstallPackageRequestSchema)` to create a new message.
  */
 export const InstallPackageRequestSchema: GenMessage<InstallPackageRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 58);
+  messageDesc(file_rock_r_v1_rservice, 59);
 
 /**
  * @generated from message rock.r.v1.InstallPackageResponse
@@ -1396,7 +1449,7 @@ export type InstallPackageResponse = Message<"rock.r.v1.InstallPackageResponse">
  * Use `create(InstallPackageResponseSchema)` to create a new message.
  */
 export const InstallPackageResponseSchema: GenMessage<InstallPackageResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 59);
+  messageDesc(file_rock_r_v1_rservice, 60);
 
 /**
  * @generated from message rock.r.v1.InstallPackageStreamRequest
@@ -1430,7 +1483,7 @@ export type InstallPackageStreamRequest = Message<"rock.r.v1.InstallPackageStrea
  * Use `create(InstallPackageStreamRequestSchema)` to create a new message.
  */
 export const InstallPackageStreamRequestSchema: GenMessage<InstallPackageStreamRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 60);
+  messageDesc(file_rock_r_v1_rservice, 61);
 
 /**
  * @generated from message rock.r.v1.InstallPackageStreamResponse
@@ -1463,7 +1516,7 @@ export type InstallPackageStreamResponse = Message<"rock.r.v1.InstallPackageStre
  * Use `create(InstallPackageStreamResponseSchema)` to create a new message.
  */
 export const InstallPackageStreamResponseSchema: GenMessage<InstallPackageStreamResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 61);
+  messageDesc(file_rock_r_v1_rservice, 62);
 
 /**
  * @generated from message rock.r.v1.GetPackageSettingsRequest
@@ -1480,7 +1533,7 @@ export type GetPackageSettingsRequest = Message<"rock.r.v1.GetPackageSettingsReq
  * Use `create(GetPackageSettingsRequestSchema)` to create a new message.
  */
 export const GetPackageSettingsRequestSchema: GenMessage<GetPackageSettingsRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 62);
+  messageDesc(file_rock_r_v1_rservice, 63);
 
 /**
  * @generated from message rock.r.v1.GetPackageSettingsResponse
@@ -1511,7 +1564,7 @@ export type GetPackageSettingsResponse = Message<"rock.r.v1.GetPackageSettingsRe
  * Use `create(GetPackageSettingsResponseSchema)` to create a new message.
  */
 export const GetPackageSettingsResponseSchema: GenMessage<GetPackageSettingsResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 63);
+  messageDesc(file_rock_r_v1_rservice, 64);
 
 /**
  * @generated from message rock.r.v1.GetPackageRequest
@@ -1533,7 +1586,7 @@ export type GetPackageRequest = Message<"rock.r.v1.GetPackageRequest"> & {
  * Use `create(GetPackageRequestSchema)` to create a new message.
  */
 export const GetPackageRequestSchema: GenMessage<GetPackageRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 64);
+  messageDesc(file_rock_r_v1_rservice, 65);
 
 /**
  * @generated from message rock.r.v1.GetPackageResponse
@@ -1564,7 +1617,7 @@ export type GetPackageResponse = Message<"rock.r.v1.GetPackageResponse"> & {
  * Use `create(GetPackageResponseSchema)` to create a new message.
  */
 export const GetPackageResponseSchema: GenMessage<GetPackageResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 65);
+  messageDesc(file_rock_r_v1_rservice, 66);
 
 /**
  * @generated from message rock.r.v1.RemovePackageRequest
@@ -1581,7 +1634,7 @@ export type RemovePackageRequest = Message<"rock.r.v1.RemovePackageRequest"> & {
  * Use `create(RemovePackageRequestSchema)` to create a new message.
  */
 export const RemovePackageRequestSchema: GenMessage<RemovePackageRequest> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 66);
+  messageDesc(file_rock_r_v1_rservice, 67);
 
 /**
  * @generated from message rock.r.v1.RemovePackageResponse
@@ -1594,7 +1647,7 @@ export type RemovePackageResponse = Message<"rock.r.v1.RemovePackageResponse"> &
  * Use `create(RemovePackageResponseSchema)` to create a new message.
  */
 export const RemovePackageResponseSchema: GenMessage<RemovePackageResponse> = /*@__PURE__*/
-  messageDesc(file_rock_r_v1_rservice, 67);
+  messageDesc(file_rock_r_v1_rservice, 68);
 
 /**
  * The R execution service: an R server process, the stateful R sessions forked from it, their

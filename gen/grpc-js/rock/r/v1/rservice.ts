@@ -68,6 +68,25 @@ export interface ServerStatus {
 export interface SessionCounts {
   total: number;
   busy: number;
+  /**
+   * With quotas (a control group per session): the memory all sessions use now, in bytes, and the CPU
+   * time they used since the start, in seconds; absent without.
+   */
+  memoryBytes?: number | undefined;
+  cpuSeconds?:
+    | number
+    | undefined;
+  /** With quotas: each open session's own; empty without. */
+  usage: SessionUsage[];
+}
+
+/** What one session's control group accounts. */
+export interface SessionUsage {
+  id: string;
+  /** Memory it uses now, bytes. */
+  memoryBytes: number;
+  /** CPU time it used, seconds. */
+  cpuSeconds: number;
 }
 
 export interface SystemInfo {
@@ -1019,7 +1038,7 @@ export const ServerStatus: MessageFns<ServerStatus> = {
 };
 
 function createBaseSessionCounts(): SessionCounts {
-  return { total: 0, busy: 0 };
+  return { total: 0, busy: 0, memoryBytes: undefined, cpuSeconds: undefined, usage: [] };
 }
 
 export const SessionCounts: MessageFns<SessionCounts> = {
@@ -1029,6 +1048,15 @@ export const SessionCounts: MessageFns<SessionCounts> = {
     }
     if (message.busy !== 0) {
       writer.uint32(16).int32(message.busy);
+    }
+    if (message.memoryBytes !== undefined) {
+      writer.uint32(25).double(message.memoryBytes);
+    }
+    if (message.cpuSeconds !== undefined) {
+      writer.uint32(33).double(message.cpuSeconds);
+    }
+    for (const v of message.usage) {
+      SessionUsage.encode(v!, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -1062,6 +1090,30 @@ export const SessionCounts: MessageFns<SessionCounts> = {
             message.busy = reader.int32();
             continue;
           }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.memoryBytes = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.cpuSeconds = reader.double();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.usage.push(SessionUsage.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1078,6 +1130,17 @@ export const SessionCounts: MessageFns<SessionCounts> = {
     return {
       total: isSet(object.total) ? globalThis.Number(object.total) : 0,
       busy: isSet(object.busy) ? globalThis.Number(object.busy) : 0,
+      memoryBytes: isSet(object.memoryBytes)
+        ? globalThis.Number(object.memoryBytes)
+        : isSet(object.memory_bytes)
+        ? globalThis.Number(object.memory_bytes)
+        : undefined,
+      cpuSeconds: isSet(object.cpuSeconds)
+        ? globalThis.Number(object.cpuSeconds)
+        : isSet(object.cpu_seconds)
+        ? globalThis.Number(object.cpu_seconds)
+        : undefined,
+      usage: globalThis.Array.isArray(object?.usage) ? object.usage.map((e: any) => SessionUsage.fromJSON(e)) : [],
     };
   },
 
@@ -1089,6 +1152,15 @@ export const SessionCounts: MessageFns<SessionCounts> = {
     if (message.busy !== 0) {
       obj.busy = Math.round(message.busy);
     }
+    if (message.memoryBytes !== undefined) {
+      obj.memoryBytes = floatToJson(message.memoryBytes);
+    }
+    if (message.cpuSeconds !== undefined) {
+      obj.cpuSeconds = floatToJson(message.cpuSeconds);
+    }
+    if (message.usage?.length) {
+      obj.usage = message.usage.map((e) => SessionUsage.toJSON(e));
+    }
     return obj;
   },
 
@@ -1099,6 +1171,118 @@ export const SessionCounts: MessageFns<SessionCounts> = {
     const message = createBaseSessionCounts();
     message.total = object.total ?? 0;
     message.busy = object.busy ?? 0;
+    message.memoryBytes = object.memoryBytes ?? undefined;
+    message.cpuSeconds = object.cpuSeconds ?? undefined;
+    message.usage = object.usage?.map((e) => SessionUsage.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSessionUsage(): SessionUsage {
+  return { id: "", memoryBytes: 0, cpuSeconds: 0 };
+}
+
+export const SessionUsage: MessageFns<SessionUsage> = {
+  encode(message: SessionUsage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.memoryBytes !== 0) {
+      writer.uint32(17).double(message.memoryBytes);
+    }
+    if (message.cpuSeconds !== 0) {
+      writer.uint32(25).double(message.cpuSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SessionUsage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSessionUsage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.memoryBytes = reader.double();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.cpuSeconds = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SessionUsage {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      memoryBytes: isSet(object.memoryBytes)
+        ? globalThis.Number(object.memoryBytes)
+        : isSet(object.memory_bytes)
+        ? globalThis.Number(object.memory_bytes)
+        : 0,
+      cpuSeconds: isSet(object.cpuSeconds)
+        ? globalThis.Number(object.cpuSeconds)
+        : isSet(object.cpu_seconds)
+        ? globalThis.Number(object.cpu_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: SessionUsage): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.memoryBytes !== 0) {
+      obj.memoryBytes = floatToJson(message.memoryBytes);
+    }
+    if (message.cpuSeconds !== 0) {
+      obj.cpuSeconds = floatToJson(message.cpuSeconds);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SessionUsage>, I>>(base?: I): SessionUsage {
+    return SessionUsage.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SessionUsage>, I>>(object: I): SessionUsage {
+    const message = createBaseSessionUsage();
+    message.id = object.id ?? "";
+    message.memoryBytes = object.memoryBytes ?? 0;
+    message.cpuSeconds = object.cpuSeconds ?? 0;
     return message;
   },
 };
