@@ -266,7 +266,8 @@ local({
     links <- NULL
     ok <- tryCatch({
       # Still root: a mount namespace of its own with empty /tmp, /var/tmp and /dev/shm.
-      if (private_tmp) rocksandbox::private_tmp(home)
+      # The setup library stays reachable too (a checkout under /tmp): R loads package code lazily.
+      if (private_tmp) rocksandbox::private_tmp(c(home, if (nzchar(setup_library) && dir.exists(setup_library)) setup_library))
       if (memory > 0) unix::rlimit_as(memory, memory)
       if (processes > 0) unix::rlimit_nproc(processes, processes)
       if (no_network) {

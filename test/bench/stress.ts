@@ -2,18 +2,20 @@
  * `npm run stress`: what hostile or careless use costs the service, each figure beside its reference
  * and target — a flood of bad credentials, a pathological search pattern, big results and output.
  *
- *   STRESS_ONLY=auth|search|output   one part only
+ *   STRESS_ONLY=auth|search|output|quotas   one part only
  */
 import { cleanupAll } from "./cleanup.js";
 import { render, section, type Row, type Section } from "./report.js";
 import { authFloodRows } from "./stress-auth.js";
 import { bigOutputRows } from "./stress-r-output.js";
+import { quotaStressRows } from "./stress-quotas.js";
 import { searchStressRows } from "./stress-search.js";
 
 const PARTS: Record<string, { title: string; rows: (log: (s: string) => void) => Promise<Row[]> }> = {
   auth: { title: "Bad credentials flood (16 req/s of unknown users) against REST eval `1+1`", rows: authFloodRows },
   search: { title: "Wildcard search over 10,000 networks (ReDoS pattern)", rows: searchStressRows },
   output: { title: "Big results and output", rows: bigOutputRows },
+  quotas: { title: "One session against the others: quotas, private /tmp, no network", rows: quotaStressRows },
 };
 
 const only = process.env.STRESS_ONLY ?? "";

@@ -1,8 +1,9 @@
 import { expect } from "chai";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { hasCapability, SYS_ADMIN } from "../../src/cli/capabilities.js";
+import { defaults } from "../../src/config/load.js";
 import { rest } from "../support/clients.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -62,6 +63,26 @@ describe("private temporary folders and network: /tmp, /var/tmp, /dev/shm and th
       const next = await open(server);
       expect(await evaluate(server, next, "unix::getuid()"), "the same uid").to.equal(uid);
       expect(await evaluate(server, next, "any(file.exists(file.path(c('/tmp', '/var/tmp', '/dev/shm'), 'left-behind')))")).to.equal(false);
+    });
+  });
+
+  describe("with the setup library under /tmp (a checkout there, as CI may have it)", () => {
+    let server: TestServer;
+    let library: string;
+    before(async () => {
+      library = mkdtempSync(join(tmpdir(), "rock-setup-library-"));
+      cpSync(defaults().r.setupLibrary, library, { recursive: true });
+      server = await startTestServer({ r: { startOnBoot: true, spareSessions: 0, setupLibrary: library } });
+    });
+    after(async () => {
+      await server?.stop();
+      rmSync(library, { recursive: true, force: true });
+    });
+
+    it("keeps it reachable in the session: R loads package code from it lazily, after the tmpfs covers /tmp", async () => {
+      const id = await open(server);
+      expect(await evaluate(server, id, `c(dir.exists('${library}'), length(list.files('/tmp')) == 2)`)).to.deep.equal([true, true]);
+      expect(await evaluate(server, id, "unix::getuid() > 0")).to.equal(true);
     });
   });
 

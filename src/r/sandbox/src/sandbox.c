@@ -44,28 +44,37 @@ static int make_path(const char *path) {
   return mkdir(buf, 0711) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-static SEXP private_tmp(SEXP home_) {
-  const char *home = CHAR(STRING_ELT(home_, 0));
+/* Up to this many paths kept reachable (the session's folder, the setup library). */
+#define KEPT 8
+
+static SEXP private_tmp(SEXP keep_) {
+  int n = LENGTH(keep_) < KEPT ? LENGTH(keep_) : KEPT;
   if (unshare(CLONE_NEWNS) != 0) error("rocksandbox: unshare: %s", strerror(errno));
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) error("rocksandbox: private mounts: %s", strerror(errno));
-  /* The session's folder, held open (in this namespace's mounts, so that it can be bound): a tmpfs
-   * about to cover its path must not hide it. */
-  int held = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (held < 0) error("rocksandbox: cannot open %s: %s", home, strerror(errno));
-  const char *covering = NULL;
-  for (size_t i = 0; i < sizeof TEMPORARY / sizeof *TEMPORARY; i++) {
-    const char *dir = TEMPORARY[i];
-    if (!is_dir(dir)) continue;
-    if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) error("rocksandbox: tmpfs on %s: %s", dir, strerror(errno));
-    if (below(home, dir)) covering = dir;
+  /* What must stay reachable at its path (the session's folder, the library R loads from), held open
+   * in this namespace's mounts, so that it can be bound again once a tmpfs covers its path. */
+  int held[KEPT];
+  for (int i = 0; i < n; i++) {
+    const char *path = CHAR(STRING_ELT(keep_, i));
+    held[i] = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (held[i] < 0) error("rocksandbox: cannot open %s: %s", path, strerror(errno));
   }
-  if (covering != NULL) {
-    char source[64];
-    snprintf(source, sizeof source, "/proc/self/fd/%d", held);
-    if (make_path(home) != 0) error("rocksandbox: cannot recreate %s: %s", home, strerror(errno));
-    if (mount(source, home, NULL, MS_BIND | MS_REC, NULL) != 0) error("rocksandbox: bind %s: %s", home, strerror(errno));
+  for (size_t t = 0; t < sizeof TEMPORARY / sizeof *TEMPORARY; t++) {
+    if (!is_dir(TEMPORARY[t])) continue;
+    if (mount("tmpfs", TEMPORARY[t], "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) error("rocksandbox: tmpfs on %s: %s", TEMPORARY[t], strerror(errno));
   }
-  close(held);
+  for (int i = 0; i < n; i++) {
+    const char *path = CHAR(STRING_ELT(keep_, i));
+    int covered = 0;
+    for (size_t t = 0; t < sizeof TEMPORARY / sizeof *TEMPORARY; t++) covered |= below(path, TEMPORARY[t]);
+    if (covered) {
+      char source[64];
+      snprintf(source, sizeof source, "/proc/self/fd/%d", held[i]);
+      if (make_path(path) != 0) error("rocksandbox: cannot recreate %s: %s", path, strerror(errno));
+      if (mount(source, path, NULL, MS_BIND | MS_REC, NULL) != 0) error("rocksandbox: bind %s: %s", path, strerror(errno));
+    }
+    close(held[i]);
+  }
   return R_NilValue;
 }
 
