@@ -16,7 +16,7 @@ import { ConsoleLog } from "./r/console-log.js";
 import { assertPrivateConfig, protectDataFolder } from "./r/confine/data-folder.js";
 import { decideIsolation, sessionsRoot } from "./r/confine/isolation.js";
 import { protectFromOomKiller, SessionQuotas } from "./r/confine/quotas.js";
-import { hasCapability, SYS_ADMIN } from "./cli/capabilities.js";
+import { hasCapability, SYS_ADMIN } from "./r/confine/capabilities.js";
 import { REngine } from "./r/engine.js";
 import { PackageManager } from "./r/packages/index.js";
 import { drainPolicy } from "./server/drain-policy.js";

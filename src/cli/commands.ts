@@ -3,7 +3,7 @@ import { hashSecret } from "../auth/secrets.js";
 import type { Config } from "../config/config.js";
 import { loadConfig } from "../config/load.js";
 import { prepareService } from "../setup/service-prerequisites.js";
-import { missingCapabilitiesMessage, missingIsolationCapabilities } from "./capabilities.js";
+import { missingCapabilitiesMessage, missingIsolationCapabilities } from "../r/confine/capabilities.js";
 import { parseCommandLine, UsageError, type Command } from "./parse.js";
 import { readPassword } from "./password.js";
 

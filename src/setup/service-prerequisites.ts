@@ -1,7 +1,7 @@
 import type { Config } from "../config/config.js";
 import { decideIsolation } from "../r/confine/isolation.js";
 import { fileURLToPath } from "node:url";
-import { hasCapability, SYS_ADMIN } from "../cli/capabilities.js";
+import { hasCapability, SYS_ADMIN } from "../r/confine/capabilities.js";
 import { ensureLocalRPackage, ensureRPackages, serviceRPackages } from "./r-prerequisites.js";
 
 /** The source of the R package that gives sessions their private temporary folders. */

@@ -5,7 +5,7 @@
  * connection out of a session without network. Each row: what the others saw.
  */
 import { CgroupTree } from "../../src/r/confine/cgroups.js";
-import { hasCapability, SYS_ADMIN } from "../../src/cli/capabilities.js";
+import { hasCapability, SYS_ADMIN } from "../../src/r/confine/capabilities.js";
 import { HttpClient } from "./http-client.js";
 import { ms, verdict, type Row } from "./report.js";
 import { startServerProcess } from "./server-process.js";

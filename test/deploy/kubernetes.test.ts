@@ -6,7 +6,7 @@ import { StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
-import { ISOLATION_CAPABILITIES } from "../../src/cli/capabilities.js";
+import { ISOLATION_CAPABILITIES } from "../../src/r/confine/capabilities.js";
 import { defaults, loadConfig } from "../../src/config/load.js";
 import { ROOT } from "../support/main-process.js";
 

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import { hasCapability, SYS_ADMIN } from "../../src/cli/capabilities.js";
+import { hasCapability, SYS_ADMIN } from "../../src/r/confine/capabilities.js";
 import { defaults } from "../../src/config/load.js";
 import { rest } from "../support/clients.js";
 import { startTestServer, type TestServer } from "../support/server.js";

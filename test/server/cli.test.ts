@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { startTestServer } from "../support/server.js";
 import { rest } from "../support/clients.js";
 import { ROOT, runMain } from "../support/main-process.js";
-import { ISOLATION_CAPABILITIES, missingIsolationCapabilities } from "../../src/cli/capabilities.js";
+import { ISOLATION_CAPABILITIES, missingIsolationCapabilities } from "../../src/r/confine/capabilities.js";
 
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string; bin?: Record<string, string> };
 
