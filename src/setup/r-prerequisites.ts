@@ -159,16 +159,21 @@ async function install(options: PrerequisiteOptions, name: string, repos: readon
     log,
   );
   if (run.code === 0) return;
-  const warnings = run.output
-    .split("\n")
-    .filter((l) => l.startsWith("rock-setup-warning\t"))
-    .map((l) => l.slice("rock-setup-warning\t".length).trim());
-  // The first warning names the cause (repository unreachable, package unknown); later ones repeat it.
-  const why = warnings[0] ?? lastLine(run.output);
+  const why = firstWarning(run.output);
   throw new SetupError(
     `could not install the R package '${name}' from ${repos.join(", ")}: ${why} (log: ${log}); set ROCK_REPOS (packages.repos) to a reachable repository, or install '${name}' into R's library yourself`,
   );
 }
+
+/**
+ * Why an install failed: install.packages says it in warnings only (the scripts print each on a
+ * `rock-setup-warning` line); the first names the cause, later ones repeat it. Else R's last line.
+ */
+function firstWarning(output: string): string {
+  const line = output.split("\n").find((l) => l.startsWith(WARNING));
+  return line === undefined ? lastLine(output) : line.slice(WARNING.length).trim();
+}
+const WARNING = "rock-setup-warning\t";
 
 function lastLine(text: string): string {
   return (
@@ -224,7 +229,7 @@ export async function ensureLocalRPackage(options: { readonly rExecutable: strin
     const log = join(options.library, `install-${name}.log`);
     const run = await runR(options.rExecutable, INSTALL_SOURCE, { ROCK_SETUP_SOURCE: copy, ROCK_SETUP_LIB: options.library, ROCK_SETUP_PACKAGE: name }, log);
     if (run.code !== 0) {
-      const why = run.output.split("\n").find((l) => l.startsWith("rock-setup-warning\t"))?.slice("rock-setup-warning\t".length) ?? lastLine(run.output);
+      const why = firstWarning(run.output);
       throw new SetupError(`could not build the R package '${name}' of this checkout: ${why} (log: ${log}); it needs a C compiler and R's headers (Debian: apt-get install gcc libc6-dev make)`);
     }
   } finally {
