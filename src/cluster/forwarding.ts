@@ -29,6 +29,9 @@ export type CallRoute = (method: DescMethod, message: unknown) => Target | undef
  */
 export type FanOut = (method: DescMethod) => ((answers: Message[]) => MessageInitShape<DescMessage>) | undefined;
 
+/** How long a call about every node's sessions waits for each peer's answer. */
+const FAN_OUT_TIMEOUT_MS = 5_000;
+
 /** Request headers a peer needs: the caller's credentials. The transport writes its own protocol headers. */
 const PASSED_ON = ["authorization"];
 /** The peer's answer headers that are its protocol's, not the call's (each protocol writes its own). */
@@ -66,10 +69,12 @@ export function forwardingMethods(self: string, peers: readonly Peer[], route: C
           method,
           impl: async (req, ctx) => {
             if (merge && !ctx.requestHeader.has(FORWARDED_HEADER)) {
-              // A peer that cannot be reached holds nothing anyone can use now: its answer is left out.
+              // A peer that cannot be reached holds nothing anyone can use now: its answer is left out,
+              // and one that does not answer in time is left out too (a list must not hang on a peer).
+              const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(FAN_OUT_TIMEOUT_MS)]);
               const remote = peers.map((peer) =>
                 transportOf(peer)
-                  .unary(method, ctx.signal, undefined, headersFor(ctx), req)
+                  .unary(method, signal, undefined, headersFor(ctx), req)
                   .then((r) => r.message, () => undefined),
               );
               const local = create(method.output, await impl(req, ctx));

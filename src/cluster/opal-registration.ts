@@ -75,7 +75,7 @@ export class OpalRegistration {
         this.registered = true;
         next = this.options.refreshMs;
       } else {
-        this.options.onOutcome({ kind: "refused", status: res.status, body: (await res.text().catch(() => "")).slice(0, BODY_CHARS), ms });
+        this.options.onOutcome({ kind: "refused", status: res.status, body: await opening(res, BODY_CHARS), ms });
       }
     } catch (e) {
       if (this.stopping.signal.aborted) return;
@@ -105,4 +105,24 @@ function reason(e: unknown): string {
   const error = e as Error & { cause?: { code?: string; message?: string } };
   if (error.name === "TimeoutError") return "no answer in time";
   return error.cause?.code ?? error.cause?.message ?? error.message;
+}
+
+/** The first `chars` characters of an answer's body, the rest not read: a body of any size costs no more. */
+async function opening(res: Response, chars: number): Promise<string> {
+  const reader = res.body?.getReader();
+  if (!reader) return "";
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    while (text.length < chars) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+  } catch {
+    // what arrived is what is said
+  } finally {
+    void reader.cancel().catch(() => undefined);
+  }
+  return text.slice(0, chars);
 }

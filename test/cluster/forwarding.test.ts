@@ -117,3 +117,35 @@ describe("cluster: a node passes a call on to the node that holds its session", 
     expect(mine.json<{ id: string }>().id.slice(0, 8)).to.equal(nodeTag("node-b"));
   });
 });
+
+describe("cluster: a peer that never answers", function () {
+  this.timeout(60_000);
+  let node: RockProcess | undefined;
+  let silent: import("node:net").Server | undefined;
+  const sockets = new Set<import("node:net").Socket>();
+  after(async () => {
+    await node?.kill();
+    for (const s of sockets) s.destroy();
+    silent?.close();
+  });
+
+  it("leaves it out of the session list after a bound instead of holding the list", async () => {
+    const { createServer } = await import("node:net");
+    silent = createServer((s) => {
+      sockets.add(s);
+      s.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => silent!.listen(0, "127.0.0.1", resolve));
+    const port = await freePort();
+    const silentUrl = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
+    node = await spawnRock({ ROCK_ID: "node-a", ROCK_PEERS: `node-a=http://127.0.0.1:${port},node-z=${silentUrl}`, ROCK_USERS: CATALOG_USERS, ROCK_R_SPARE_SESSIONS: "0" }, { port });
+    await untilAnswers(node.url, "/_check", 200);
+    const id = (await rest(node.url, "POST", "/r/sessions", as("user"))).json<{ id: string }>().id;
+    const t = Date.now();
+    const listed = await rest(node.url, "GET", "/r/sessions", as("user"));
+    expect(listed.status).to.equal(200);
+    expect(listed.json<Array<{ id: string }>>().map((s) => s.id)).to.deep.equal([id]);
+    expect(Date.now() - t).to.be.lessThan(8_000);
+    expect(sockets.size, "the silent peer was asked").to.be.greaterThan(0);
+  });
+});

@@ -98,6 +98,38 @@ describe("cluster: a node registers itself with Opal", function () {
     expect(unregistered, "unregistered after R stopped").to.be.greaterThan(stopped);
   });
 
+  it("reads at most 500 characters of a refusal, however large the answer", async () => {
+    const { createServer } = await import("node:http");
+    let sent = 0;
+    const huge = createServer((req, res) => {
+      req.resume();
+      res.writeHead(500, { "content-type": "text/plain" });
+      // 64 MiB offered, a chunk at a time as the client reads.
+      const chunk = Buffer.alloc(1 << 20, "x");
+      const more = (): void => {
+        while (sent < 64 && res.write(chunk)) sent++;
+        if (sent >= 64) res.end();
+      };
+      res.on("drain", () => {
+        sent++;
+        more();
+      });
+      res.on("close", () => undefined);
+      more();
+    });
+    await new Promise<void>((resolve) => huge.listen(0, "127.0.0.1", resolve));
+    try {
+      server = await spawnRock(joining(`http://127.0.0.1:${(huge.address() as { port: number }).port}`, { ROCK_OPAL_RETRY_SECONDS: "60" }));
+      await until(() => logged(server!, /Opal refused the registration \(500\)/).length > 0, 15_000, "the refusal logged");
+      const refusal = logged(server, /Opal refused the registration \(500\)/)[0]!;
+      expect(String(refusal.answer)).to.have.length(500);
+      expect(sent, "MiB the fake Opal got to send").to.be.lessThan(64);
+    } finally {
+      huge.closeAllConnections();
+      huge.close();
+    }
+  });
+
   describe("with an Opal that never answers", () => {
     let silent: Server;
     const sockets = new Set<Socket>();
