@@ -95,7 +95,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       log,
       newSessionId: () => taggedSessionId(peers.selfTag),
       ...(quotas ? { quotas } : {}),
-      privateTmp: privateSessionTmp(config, isolation.isolated, logger),
+      ...sessionView(config, isolation.isolated, logger),
       ...(config.packages.library ? { library: config.packages.library } : {}),
       onEvent: (event) => {
         logEngine(event);
@@ -258,10 +258,16 @@ function assertSessionNetwork(config: Config, isolated: boolean): void {
   if (!hasCapability(SYS_ADMIN)) throw new Error("r.sessionNetwork is 'none' but a network namespace per session needs CAP_SYS_ADMIN, which this process lacks");
 }
 
-/** r.sessionTmp private: a mount namespace per session, which takes CAP_SYS_ADMIN (a container may lack it). */
-function privateSessionTmp(config: Config, isolated: boolean, logger: Logger): boolean {
-  if (!isolated || config.r.sessionTmp !== "private") return false;
-  if (hasCapability(SYS_ADMIN)) return true;
-  logger.warn("R sessions share the host's /tmp, /var/tmp and /dev/shm: a mount namespace per session needs CAP_SYS_ADMIN, which this process lacks (r.sessionTmp: shared says this is meant)");
-  return false;
+/**
+ * r.sessionTmp private and r.sessionFilesystem minimal: a mount namespace per session, which takes
+ * CAP_SYS_ADMIN (a container may lack it); without, the host's files, said once.
+ */
+function sessionView(config: Config, isolated: boolean, logger: Logger): { privateTmp: boolean; minimalFilesystem: boolean } {
+  const privateTmp = isolated && config.r.sessionTmp === "private";
+  const minimalFilesystem = isolated && config.r.sessionFilesystem === "minimal";
+  if (!(privateTmp || minimalFilesystem) || hasCapability(SYS_ADMIN)) return { privateTmp, minimalFilesystem };
+  const lost = [minimalFilesystem ? "see the host's whole file system" : "", privateTmp ? "share the host's /tmp, /var/tmp and /dev/shm" : ""].filter(Boolean).join(" and ");
+  const meant = [minimalFilesystem ? "r.sessionFilesystem: host" : "", privateTmp ? "r.sessionTmp: shared" : ""].filter(Boolean).join(", ");
+  logger.warn(`R sessions ${lost}: a mount namespace per session needs CAP_SYS_ADMIN, which this process lacks (${meant} says this is meant)`);
+  return { privateTmp: false, minimalFilesystem: false };
 }

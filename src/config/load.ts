@@ -35,6 +35,7 @@ export function defaults(): Config {
       quotas: "auto",
       sessionTmp: "private",
       sessionNetwork: "host",
+      sessionFilesystem: "minimal",
       sessionsMemoryMb: Math.floor((os.totalmem() / 1048576) * 0.75),
       sessionCpuCores: 0,
       sessionMemoryMb: 4096,
@@ -266,6 +267,7 @@ function applyEnv(c: Config, env: Env): Config {
       quotas: (env.ROCK_R_QUOTAS ?? c.r.quotas) as QuotaMode,
       sessionTmp: (env.ROCK_R_SESSION_TMP ?? c.r.sessionTmp) as SessionTmpMode,
       sessionNetwork: (env.ROCK_R_SESSION_NETWORK ?? c.r.sessionNetwork) as RConfig["sessionNetwork"],
+      sessionFilesystem: (env.ROCK_R_SESSION_FILESYSTEM ?? c.r.sessionFilesystem) as RConfig["sessionFilesystem"],
       sessionsMemoryMb: num("ROCK_R_SESSIONS_MEMORY_MB", c.r.sessionsMemoryMb),
       sessionCpuCores: num("ROCK_R_SESSION_CPU_CORES", c.r.sessionCpuCores),
       sessionMemoryMb: num("ROCK_R_SESSION_MEMORY_MB", c.r.sessionMemoryMb),
@@ -369,6 +371,7 @@ function validate(c: Config): Config {
     throw new Error(`r.isolation: expected one of ${ISOLATION_MODES.join(", ")}, not '${c.r.isolation}'`);
   }
   if (!(["host", "none"] as const).includes(c.r.sessionNetwork)) throw new Error(`r.sessionNetwork: expected host or none, not '${c.r.sessionNetwork}'`);
+  if (!(["minimal", "host"] as const).includes(c.r.sessionFilesystem)) throw new Error(`r.sessionFilesystem: expected minimal or host, not '${c.r.sessionFilesystem}'`);
   if (!(["private", "shared"] as const).includes(c.r.sessionTmp)) throw new Error(`r.sessionTmp: expected private or shared, not '${c.r.sessionTmp}'`);
   if (!QUOTA_MODES.includes(c.r.quotas)) throw new Error(`r.quotas: expected one of ${QUOTA_MODES.join(", ")}, not '${c.r.quotas}'`);
   if (!LOG_LEVELS.includes(c.log.level)) throw new Error(`log.level: expected one of ${LOG_LEVELS.join(", ")}, not '${c.log.level}'`);

@@ -33,6 +33,8 @@ export interface REngineOptions {
   readonly library?: string;
   /** Isolated sessions get /tmp, /var/tmp and /dev/shm of their own (a mount namespace each). */
   readonly privateTmp?: boolean;
+  /** Isolated sessions see only what R needs of the host's files (a root of their own each). */
+  readonly minimalFilesystem?: boolean;
   /** A control group per session (isolated sessions, where the host allows): memory, CPU, processes. */
   readonly quotas?: SessionQuotas;
   /** Makes a session's id; default: a random UUID. (A cluster's ids name their node.) */
@@ -490,7 +492,15 @@ export class REngine {
     // With quotas the group bounds the session's real memory; RLIMIT_AS would also refuse address space
     // reserved and never used (some BLAS and parallel packages reserve much).
     const memoryBytes = this.options.quotas ? 0 : Math.max(0, sessionMemoryMb) * 1048576;
-    return { uid, gid: uid, memoryBytes, processes: Math.max(0, sessionProcesses), privateTmp: this.options.privateTmp ?? false, network: this.options.config.sessionNetwork };
+    return {
+      uid,
+      gid: uid,
+      memoryBytes,
+      processes: Math.max(0, sessionProcesses),
+      privateTmp: this.options.privateTmp ?? false,
+      network: this.options.config.sessionNetwork,
+      filesystem: this.options.minimalFilesystem ? "minimal" : "host",
+    };
   }
 
   /**

@@ -236,15 +236,15 @@ export interface ForkRequest {
   readonly identity?: SessionIdentity;
 }
 
-/** Payload: NUL-separated fields (paths cannot hold NUL), the identity's four last when isolated. */
+/** Payload: NUL-separated fields (paths cannot hold NUL), the identity's seven last when isolated. */
 export function forkFrame(fork: ForkRequest): Buffer {
   const { token, workDir, tmpDir, identity } = fork;
-  const confined = identity ? `\0${identity.uid}\0${identity.gid}\0${identity.memoryBytes}\0${identity.processes}\0${identity.privateTmp ? 1 : 0}\0${identity.network}` : "";
+  const confined = identity ? `\0${identity.uid}\0${identity.gid}\0${identity.memoryBytes}\0${identity.processes}\0${identity.privateTmp ? 1 : 0}\0${identity.network}\0${identity.filesystem}` : "";
   return encodeFrame(Request.fork, Buffer.from(`${token}\0${workDir}\0${tmpDir}${confined}`, "utf8"));
 }
 
 export function decodeFork(payload: Buffer): ForkRequest {
-  const [token = "", workDir = "", tmpDir = "", uid, gid, memoryBytes, processes, privateTmp, network] = payload.toString("utf8").split("\0");
+  const [token = "", workDir = "", tmpDir = "", uid, gid, memoryBytes, processes, privateTmp, network, filesystem] = payload.toString("utf8").split("\0");
   const identity =
     uid === undefined
       ? undefined
@@ -255,6 +255,7 @@ export function decodeFork(payload: Buffer): ForkRequest {
           processes: Number(processes),
           privateTmp: privateTmp === "1",
           network: network === "none" ? ("none" as const) : ("host" as const),
+          filesystem: filesystem === "minimal" ? ("minimal" as const) : ("host" as const),
         };
   return identity ? { token, workDir, tmpDir, identity } : { token, workDir, tmpDir };
 }

@@ -45,6 +45,7 @@ export interface RServerOptions {
 }
 
 export type SessionNetwork = "host" | "none";
+export type SessionFilesystem = "minimal" | "host";
 
 /** Who an isolated session process runs as, and its limits. */
 export interface SessionIdentity {
@@ -58,6 +59,8 @@ export interface SessionIdentity {
   readonly privateTmp: boolean;
   /** `none`: a network namespace of its own, loopback only (package rocksandbox). */
   readonly network: SessionNetwork;
+  /** `minimal`: a root of its own holding only what R needs (package rocksandbox). */
+  readonly filesystem: SessionFilesystem;
 }
 
 interface PendingFork {

@@ -262,12 +262,14 @@ local({
   # Without network (no_network), the connections to Node are opened first, as the session's uid (Node
   # checks whose they are) but still able to become root again, then the network namespace is entered:
   # they stay in the host's; the answer is those connections, NULL otherwise.
-  confine <- function(uid, gid, memory, processes, private_tmp, no_network, home) {
+  confine <- function(uid, gid, memory, processes, private_tmp, no_network, minimal, home) {
     links <- NULL
     ok <- tryCatch({
-      # Still root: a mount namespace of its own with empty /tmp, /var/tmp and /dev/shm.
+      # Still root: a mount namespace of its own, with only what R needs (minimal_view) or the host's
+      # files, and empty /tmp, /var/tmp and /dev/shm.
       # The setup library stays reachable too (a checkout under /tmp): R loads package code lazily.
-      if (private_tmp) rocksandbox::private_tmp(c(home, if (nzchar(setup_library) && dir.exists(setup_library)) setup_library))
+      if (minimal) minimal_view(home, uid, gid, private_tmp)
+      else if (private_tmp) rocksandbox::private_tmp(c(home, if (nzchar(setup_library) && dir.exists(setup_library)) setup_library))
       if (memory > 0) unix::rlimit_as(memory, memory)
       if (processes > 0) unix::rlimit_nproc(processes, processes)
       if (no_network) {
@@ -282,10 +284,33 @@ local({
       unix::setuid(uid)
       Sys.umask("077")
       unix::getuid() == uid && unix::geteuid() == uid && unix::getgid() == gid && unix::getegid() == gid
-    }, error = function(e) FALSE)
+    }, error = function(e) {
+      # The R server's console log says why (the session's own output goes nowhere yet).
+      cat("R session not confined, so not started: ", conditionMessage(e), "\n", sep = "", file = stderr())
+      FALSE
+    })
     # mcexit, not quit(): quit() would run R's clean-up of the server's temporary folder.
     if (!isTRUE(ok)) parallel:::mcexit(1L)
     links
+  }
+
+  # r.sessionFilesystem minimal: the session's root holds R and its libraries, the programs it may
+  # run (/usr), the /etc files the C library, R, name resolution and TLS read, and its own folder; its
+  # passwd names only root and the session. Nothing else of the host's: other programs' files, the
+  # service's data folder, /home, /root.
+  etc_kept <- c("R", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "hosts",
+    "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "ssl/certs", "ssl/openssl.cnf",
+    "ca-certificates.conf", "protocols", "services", "mime.types", "alternatives", "fonts",
+    "papersize", "os-release")
+  minimal_view <- function(home, uid, gid, private_tmp) {
+    rocksandbox::minimal_root(
+      read_only = c("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", file.path("/etc", etc_kept),
+        R.home(), .libPaths()),
+      read_write = c(home, if (!private_tmp) c("/tmp", "/var/tmp", "/dev/shm")),
+      files = c(
+        "/etc/passwd" = sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsession:x:%d:%d:R session:%s:/usr/sbin/nologin\n", uid, gid, home),
+        "/etc/group" = sprintf("root:x:0:\nsession:x:%d:\n", gid)),
+      private_tmp = private_tmp)
   }
 
   session <- function(token, workdir, tmpdir, links = NULL) {
@@ -418,7 +443,7 @@ local({
       child <- tryCatch(
         mcparallel({
           close(ctl)
-          links <- if (isolated) confine(as.integer(args[4L]), as.integer(args[5L]), as.numeric(args[6L]), as.numeric(args[7L]), identical(args[8L], "1"), identical(args[9L], "none"), dirname(args[2L]))
+          links <- if (isolated) confine(as.integer(args[4L]), as.integer(args[5L]), as.numeric(args[6L]), as.numeric(args[7L]), identical(args[8L], "1"), identical(args[9L], "none"), identical(args[10L], "minimal"), dirname(args[2L]))
           session(args[1L], args[2L], args[3L], links)
         }, detached = TRUE),
         error = function(e) e)

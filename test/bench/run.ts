@@ -4,7 +4,7 @@
  *
  *   BENCH_QUICK=1         small counts, 100 MB files (smoke run)
  *   BENCH_ONLY=r|grpc|networks|observe|cluster|quotas one part only (observe: what logging and metrics
- *                         cost a call; cluster: nodes behind HAProxy; quotas: what a cgroup per session costs)
+ *                         cost a call; cluster: nodes behind HAProxy; quotas: what a cgroup and a minimal root per session cost)
  */
 import os from "node:os";
 import { cleanupAll } from "./cleanup.js";

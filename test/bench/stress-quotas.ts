@@ -4,7 +4,7 @@
  * sessions' budget, two sessions spinning in eight children each, what a session leaves in /tmp, a
  * connection out of a session without network. Each row: what the others saw.
  */
-import { CgroupTree } from "../../src/r/confine/cgroups.js";
+import { openCgroupTree } from "../../src/r/confine/cgroups.js";
 import { hasCapability, SYS_ADMIN } from "../../src/r/confine/capabilities.js";
 import { HttpClient } from "./http-client.js";
 import { ms, verdict, type Row } from "./report.js";
@@ -13,8 +13,8 @@ import { startServerProcess } from "./server-process.js";
 const RSCRIPT = { "content-type": "application/x-rscript", accept: "application/json" };
 
 export async function quotaStressRows(log: (line: string) => void): Promise<Row[]> {
-  const probe = process.getuid?.() === 0 ? CgroupTree.open(`rock-stress-probe-${process.pid}`, 0) : { unavailable: "not root" };
-  if (!(probe instanceof CgroupTree)) return [{ figure: `skipped: no quotas here (${probe.unavailable})`, value: "" }];
+  const probe = process.getuid?.() === 0 ? openCgroupTree(`rock-stress-probe-${process.pid}`, 0) : { unavailable: "not root" };
+  if ("unavailable" in probe) return [{ figure: `skipped: no quotas here (${probe.unavailable})`, value: "" }];
   probe.close();
   const rows: Row[] = [];
   const server = await startServerProcess({

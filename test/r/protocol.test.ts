@@ -72,10 +72,10 @@ describe("protocol: requests", () => {
     const plain = { token: "abc", workDir: "/data/s1/work", tmpDir: "/data/s1/tmp" };
     expect(only(forkFrame(plain)).type).to.equal(Request.fork);
     expect(decodeFork(only(forkFrame(plain)).payload)).to.deep.equal(plain);
-    const isolated = { ...plain, identity: { uid: 70001, gid: 70001, memoryBytes: 2 ** 33, processes: 64, privateTmp: true, network: "none" as const } };
+    const isolated = { ...plain, identity: { uid: 70001, gid: 70001, memoryBytes: 2 ** 33, processes: 64, privateTmp: true, network: "none" as const, filesystem: "minimal" as const } };
     expect(decodeFork(only(forkFrame(isolated)).payload)).to.deep.equal(isolated);
-    // worker.R reads the fields by position: token, work, tmp, then uid, gid, memory, processes, private tmp, network.
-    expect(only(forkFrame(isolated)).payload.toString().split("\0")).to.deep.equal(["abc", "/data/s1/work", "/data/s1/tmp", "70001", "70001", "8589934592", "64", "1", "none"]);
+    // worker.R reads the fields by position: token, work, tmp, then uid, gid, memory, processes, private tmp, network, filesystem.
+    expect(only(forkFrame(isolated)).payload.toString().split("\0")).to.deep.equal(["abc", "/data/s1/work", "/data/s1/tmp", "70001", "70001", "8589934592", "64", "1", "none", "minimal"]);
   });
 
   it("encodes drain, ping and version requests", () => {

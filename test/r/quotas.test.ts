@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { existsSync, readFileSync } from "node:fs";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import { CgroupTree } from "../../src/r/confine/cgroups.js";
+import { openCgroupTree } from "../../src/r/confine/cgroups.js";
 import type { Logger } from "../../src/server/logger.js";
 import { connectClient, rest } from "../support/clients.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -13,8 +13,8 @@ const admin = { user: "admin", password: "admin" };
 /** Why these tests cannot run here, printed; undefined when they can (root, cgroup v1 writable). */
 function unavailable(): string | undefined {
   if (process.getuid?.() !== 0) return "not root";
-  const tree = CgroupTree.open(`rock-quota-probe-${process.pid}`, 0);
-  if (!(tree instanceof CgroupTree)) return tree.unavailable;
+  const tree = openCgroupTree(`rock-quota-probe-${process.pid}`, 0);
+  if ("unavailable" in tree) return tree.unavailable;
   tree.close();
   return undefined;
 }

@@ -5,7 +5,7 @@
  * be made, the rlimits of the fork stay the only bounds, which the service says once at start.
  */
 import { writeFileSync } from "node:fs";
-import { CgroupTree, type SessionGroup } from "./cgroups.js";
+import { type CgroupTree, openCgroupTree, type SessionGroup } from "./cgroups.js";
 
 export interface QuotaSettings {
   /** The uid range `first-last`: one engine per range, so it names the engine's group. */
@@ -41,8 +41,8 @@ export class SessionQuotas {
 
   /** The quotas, or why the host gives none. */
   static open(settings: QuotaSettings): SessionQuotas | { readonly unavailable: string } {
-    const tree = CgroupTree.open(`rock-sessions-${settings.name}`, mib(settings.sessionsMemoryMb));
-    if (!(tree instanceof CgroupTree)) return tree;
+    const tree = openCgroupTree(`rock-sessions-${settings.name}`, mib(settings.sessionsMemoryMb));
+    if ("unavailable" in tree) return tree;
     return new SessionQuotas(tree, settings);
   }
 

@@ -7,3 +7,12 @@ private_tmp <- function(keep) invisible(.Call(rock_private_tmp, as.character(kee
 # Gives this process (a forked session, still root) a network namespace of its own: loopback only.
 # Connections it opened before stay where they were.
 no_network <- function() invisible(.Call(rock_no_network))
+
+# Gives this process (a forked session, still root) a root of its own holding only `read_only` and
+# `read_write` (at their own paths; symlinks among them kept as symlinks), the files of `files` (named
+# by path) written, the usual device nodes, a /proc listing only its uid's processes, and, with
+# `private_tmp`, empty /tmp, /var/tmp and /dev/shm of its own. Absent paths are skipped.
+minimal_root <- function(read_only, read_write, files, private_tmp) {
+  stopifnot(is.character(files), length(files) == 0L || !is.null(names(files)))
+  invisible(.Call(rock_minimal_root, as.character(read_only), as.character(read_write), files, isTRUE(private_tmp)))
+}

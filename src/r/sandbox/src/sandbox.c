@@ -1,17 +1,21 @@
-/* A session's private temporary folders: a mount namespace of its own (unshare), every mount made
- * private there so nothing propagates back to the host, then a fresh tmpfs on /tmp, /var/tmp and
- * /dev/shm. Runs in the forked session while it is still root, before it drops to its uid. */
+/* What confines a forked R session beyond its uid, run while it is still root, before it drops to its
+ * uid: a mount namespace of its own (every mount made private there, so nothing propagates back to the
+ * host) with fresh tmpfs on /tmp, /var/tmp and /dev/shm, or a whole minimal root of its own; a network
+ * namespace with loopback only. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <R.h>
 #include <Rinternals.h>
@@ -47,10 +51,14 @@ static int make_path(const char *path) {
 /* Up to this many paths kept reachable (the session's folder, the setup library). */
 #define KEPT 8
 
-static SEXP private_tmp(SEXP keep_) {
-  int n = LENGTH(keep_) < KEPT ? LENGTH(keep_) : KEPT;
+static void own_mount_namespace(void) {
   if (unshare(CLONE_NEWNS) != 0) error("rocksandbox: unshare: %s", strerror(errno));
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) error("rocksandbox: private mounts: %s", strerror(errno));
+}
+
+static SEXP private_tmp(SEXP keep_) {
+  int n = LENGTH(keep_) < KEPT ? LENGTH(keep_) : KEPT;
+  own_mount_namespace();
   /* What must stay reachable at its path (the session's folder, the library R loads from), held open
    * in this namespace's mounts, so that it can be bound again once a tmpfs covers its path. */
   int held[KEPT];
@@ -78,6 +86,184 @@ static SEXP private_tmp(SEXP keep_) {
   return R_NilValue;
 }
 
+/* A root of the session's own, built in a tmpfs: only the paths asked for, bound at their own paths
+ * (read-only, or writable for the session's folder), symlinks among them recreated, a few files
+ * written (a passwd naming only root and the session), the device nodes R uses, a /proc showing only
+ * the session's own processes, and private temporary folders. The old root is then detached: nothing
+ * else of the host's files is reachable, whatever the uid's permissions there. */
+#define ROOT_PATHS 128
+/* Where the new root is built: a tmpfs over one of these folders in this namespace, the first that is
+ * none of the kept paths nor holds one (a bind of a folder holding it would bring the new root into
+ * itself). What it hides is reached through descriptors opened before. */
+static const char *const STAGES[] = {"/mnt", "/media", "/srv", "/opt", "/tmp", "/var/tmp", "/run"};
+static const char *stage;
+
+struct kept {
+  const char *path;
+  char *link; /* the symlink's target; NULL: not a symlink */
+  int fd;
+  int writable;
+};
+
+struct root {
+  struct kept paths[ROOT_PATHS];
+  int n;
+};
+
+static int kept_at(const struct root *root, const char *path) {
+  for (int i = 0; i < root->n; i++)
+    if (strcmp(root->paths[i].path, path) == 0) return 1;
+  return 0;
+}
+
+/* Notes a path to keep (absent ones are skipped: a host without /lib64, say); a symlink is kept as a
+ * symlink, and what it finally points to is kept too. */
+static void keep_path(struct root *root, const char *path, int writable) {
+  struct stat st;
+  if (path[0] != '/' || kept_at(root, path) || lstat(path, &st) != 0) return;
+  if (root->n == ROOT_PATHS) error("rocksandbox: more than %d paths to keep", ROOT_PATHS);
+  struct kept *k = &root->paths[root->n];
+  k->path = path;
+  k->link = NULL;
+  k->fd = -1;
+  k->writable = writable;
+  if (S_ISLNK(st.st_mode)) {
+    k->link = R_alloc(PATH_MAX, 1);
+    ssize_t len = readlink(path, k->link, PATH_MAX - 1);
+    if (len < 0) error("rocksandbox: readlink %s: %s", path, strerror(errno));
+    k->link[len] = '\0';
+    root->n++;
+    char *target = R_alloc(PATH_MAX, 1);
+    if (realpath(path, target) != NULL) keep_path(root, target, writable);
+    return;
+  }
+  k->fd = open(path, O_PATH | O_CLOEXEC);
+  if (k->fd < 0) error("rocksandbox: cannot open %s: %s", path, strerror(errno));
+  root->n++;
+}
+
+static int shorter_first(const void *a, const void *b) {
+  return (int)strlen(((const struct kept *)a)->path) - (int)strlen(((const struct kept *)b)->path);
+}
+
+/* `path` inside the new root. */
+static const char *staged(const char *path) {
+  static char buf[PATH_MAX];
+  if (snprintf(buf, sizeof buf, "%s%s", stage, path) >= (int)sizeof buf) error("rocksandbox: path too long: %s", path);
+  return buf;
+}
+
+static void make_parent(const char *path) {
+  char parent[PATH_MAX];
+  strcpy(parent, path);
+  char *slash = strrchr(parent, '/');
+  if (slash != NULL && slash != parent) {
+    *slash = '\0';
+    if (make_path(parent) != 0) error("rocksandbox: cannot make %s: %s", parent, strerror(errno));
+  }
+}
+
+/* Binds `source` (a descriptor's /proc path, or a path) on `target`, made first as a folder or file. */
+static void bind_at(const char *source, const char *target, int is_dir, unsigned long flags) {
+  if (is_dir) {
+    if (make_path(target) != 0) error("rocksandbox: cannot make %s: %s", target, strerror(errno));
+  } else {
+    make_parent(target);
+    int fd = open(target, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) error("rocksandbox: cannot make %s: %s", target, strerror(errno));
+    close(fd);
+  }
+  if (mount(source, target, NULL, MS_BIND | MS_REC, NULL) != 0) error("rocksandbox: bind %s: %s", target, strerror(errno));
+  if (flags != 0 && mount(NULL, target, NULL, MS_BIND | MS_REMOUNT | flags, NULL) != 0) error("rocksandbox: remount %s: %s", target, strerror(errno));
+}
+
+static void write_file(const char *path, const char *content) {
+  make_parent(path);
+  int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) error("rocksandbox: cannot write %s: %s", path, strerror(errno));
+  size_t len = strlen(content);
+  ssize_t written = write(fd, content, len);
+  close(fd);
+  if (written != (ssize_t)len) error("rocksandbox: cannot write %s", path);
+}
+
+static const char *const DEVICES[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"};
+
+static SEXP minimal_root(SEXP read_only_, SEXP read_write_, SEXP files_, SEXP private_tmp_) {
+  struct root *root = (struct root *)R_alloc(1, sizeof(struct root));
+  root->n = 0;
+  own_mount_namespace();
+  /* Writable first: a path asked for both ways is writable. */
+  for (int i = 0; i < LENGTH(read_write_); i++) keep_path(root, CHAR(STRING_ELT(read_write_, i)), 1);
+  for (int i = 0; i < LENGTH(read_only_); i++) keep_path(root, CHAR(STRING_ELT(read_only_, i)), 0);
+  int devices[sizeof DEVICES / sizeof *DEVICES];
+  for (size_t d = 0; d < sizeof DEVICES / sizeof *DEVICES; d++) devices[d] = open(DEVICES[d], O_PATH | O_CLOEXEC);
+
+  stage = NULL;
+  for (size_t c = 0; c < sizeof STAGES / sizeof *STAGES && stage == NULL; c++) {
+    int clear = is_dir(STAGES[c]);
+    for (int i = 0; i < root->n && clear; i++) clear = strcmp(root->paths[i].path, STAGES[c]) != 0 && !below(root->paths[i].path, STAGES[c]);
+    if (clear) stage = STAGES[c];
+  }
+  if (stage == NULL) error("rocksandbox: no folder to build a root in");
+  if (mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) error("rocksandbox: tmpfs for the root: %s", strerror(errno));
+  if (asLogical(private_tmp_) == TRUE) {
+    for (size_t t = 0; t < sizeof TEMPORARY / sizeof *TEMPORARY; t++) {
+      const char *at = staged(TEMPORARY[t]);
+      if (make_path(at) != 0) error("rocksandbox: cannot make %s: %s", at, strerror(errno));
+      if (mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) error("rocksandbox: tmpfs on %s: %s", TEMPORARY[t], strerror(errno));
+    }
+  }
+  /* Parents before what lies inside them; what lies inside a folder bound the same way is there already. */
+  qsort(root->paths, root->n, sizeof *root->paths, shorter_first);
+  for (int i = 0; i < root->n; i++) {
+    const struct kept *k = &root->paths[i];
+    int inside = 0;
+    for (int j = 0; j < i && !inside; j++) inside = root->paths[j].link == NULL && root->paths[j].writable == k->writable && below(k->path, root->paths[j].path);
+    if (inside) continue;
+    const char *at = staged(k->path);
+    if (k->link != NULL) {
+      make_parent(at);
+      if (symlink(k->link, at) != 0) error("rocksandbox: symlink %s: %s", k->path, strerror(errno));
+      continue;
+    }
+    struct stat st;
+    if (fstat(k->fd, &st) != 0) error("rocksandbox: stat %s: %s", k->path, strerror(errno));
+    char source[64];
+    snprintf(source, sizeof source, "/proc/self/fd/%d", k->fd);
+    /* No set-user-id program or device of the host's works from what the session can reach. */
+    bind_at(source, at, S_ISDIR(st.st_mode), MS_NOSUID | MS_NODEV | (k->writable ? 0 : MS_RDONLY));
+  }
+  SEXP names = getAttrib(files_, R_NamesSymbol);
+  for (int i = 0; i < LENGTH(files_); i++) write_file(staged(CHAR(STRING_ELT(names, i))), CHAR(STRING_ELT(files_, i)));
+  for (size_t d = 0; d < sizeof DEVICES / sizeof *DEVICES; d++) {
+    if (devices[d] < 0) continue;
+    char source[64];
+    snprintf(source, sizeof source, "/proc/self/fd/%d", devices[d]);
+    bind_at(source, staged(DEVICES[d]), 0, 0);
+    close(devices[d]);
+  }
+  static const char *const LINKS[][2] = {{"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"}, {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"}};
+  for (size_t l = 0; l < sizeof LINKS / sizeof *LINKS; l++)
+    if (symlink(LINKS[l][1], staged(LINKS[l][0])) != 0 && errno != EEXIST) error("rocksandbox: symlink %s: %s", LINKS[l][0], strerror(errno));
+  /* A /proc of its own that lists only the processes of the session's uid (hidepid); a host that
+   * refuses a new one gets the host's. */
+  const char *proc = staged("/proc");
+  if (make_path(proc) != 0) error("rocksandbox: cannot make /proc: %s", strerror(errno));
+  if (mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") != 0 && mount("/proc", proc, NULL, MS_BIND | MS_REC, NULL) != 0)
+    error("rocksandbox: /proc: %s", strerror(errno));
+
+  if (chdir(stage) != 0) error("rocksandbox: chdir: %s", strerror(errno));
+  /* The old root stacked under the new one, then detached: nothing of it stays reachable. */
+  if (syscall(SYS_pivot_root, ".", ".") != 0) error("rocksandbox: pivot_root: %s", strerror(errno));
+  if (umount2(".", MNT_DETACH) != 0) error("rocksandbox: detach the old root: %s", strerror(errno));
+  if (chdir("/") != 0) error("rocksandbox: chdir /: %s", strerror(errno));
+  if (mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0) error("rocksandbox: read-only root: %s", strerror(errno));
+  for (int i = 0; i < root->n; i++)
+    if (root->paths[i].fd >= 0) close(root->paths[i].fd);
+  return R_NilValue;
+}
+
 /* A network namespace of its own with its loopback up and nothing else: no connection leaves the
  * session. Sockets it opened before (to the service) stay in the host's namespace and keep working. */
 static SEXP no_network(void) {
@@ -100,6 +286,7 @@ static SEXP no_network(void) {
 
 static const R_CallMethodDef CALLS[] = {
     {"rock_private_tmp", (DL_FUNC)&private_tmp, 1},
+    {"rock_minimal_root", (DL_FUNC)&minimal_root, 4},
     {"rock_no_network", (DL_FUNC)&no_network, 0},
     {NULL, NULL, 0}};
 

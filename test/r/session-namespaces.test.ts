@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { hasCapability, SYS_ADMIN } from "../../src/r/confine/capabilities.js";
@@ -21,7 +21,7 @@ const evaluate = async (server: TestServer, id: string, code: string): Promise<u
   return answer.json();
 };
 
-describe("private temporary folders and network: /tmp, /var/tmp, /dev/shm and the network of each session's own (as root)", function () {
+describe("what a session sees: its own root, /tmp, /var/tmp, /dev/shm and network (as root)", function () {
   this.timeout(60_000);
   let hostFile: string;
   before(function () {
@@ -103,6 +103,57 @@ describe("private temporary folders and network: /tmp, /var/tmp, /dev/shm and th
     });
   });
 
+  describe("r.sessionFilesystem", () => {
+    let minimal: TestServer;
+    let host: TestServer;
+    let minimalId: string;
+    let hostId: string;
+    before(async () => {
+      [minimal, host] = await Promise.all([
+        startTestServer({ r: { startOnBoot: true, spareSessions: 0 } }),
+        startTestServer({ r: { startOnBoot: true, spareSessions: 0, sessionFilesystem: "host" } }),
+      ]);
+      [minimalId, hostId] = await Promise.all([open(minimal), open(host)]);
+    });
+    after(async () => {
+      await minimal?.stop();
+      await host?.stop();
+    });
+
+    it("minimal (the default): /etc/passwd names only root and the session; host: the host's", async () => {
+      const hostUsers = readFileSync("/etc/passwd", "utf8").trim().split("\n").map((line) => line.split(":")[0]);
+      expect(hostUsers.length, "this host's passwd has more users than root").to.be.greaterThan(2);
+      expect(await evaluate(minimal, minimalId, "sapply(strsplit(readLines('/etc/passwd'), ':'), `[`, 1)")).to.deep.equal(["root", "session"]);
+      expect(await evaluate(minimal, minimalId, "Sys.info()[['user']]")).to.equal("session");
+      expect(await evaluate(host, hostId, "sapply(strsplit(readLines('/etc/passwd'), ':'), `[`, 1)")).to.deep.equal(hostUsers);
+    });
+
+    it("minimal: /etc/shadow, /root, /home, /var/lib and the service's processes are out of sight; host: in sight", async () => {
+      const probe = `c(file.exists('/etc/shadow'), dir.exists('/root'), dir.exists('/home'), dir.exists('/var/lib'), file.exists('/proc/${process.pid}'))`;
+      expect(await evaluate(host, hostId, probe), "all there in the host's view").to.deep.equal([true, true, true, true, true]);
+      expect(await evaluate(minimal, minimalId, probe)).to.deep.equal([false, false, false, false, false]);
+      // The session's own processes stay visible to it (hidepid hides other uids' only).
+      expect(await evaluate(minimal, minimalId, "file.exists(file.path('/proc', Sys.getpid()))")).to.equal(true);
+    });
+
+    it("minimal: R and what it runs keep working — packages, programs, time zone, TLS certificates, forks, its folders", async () => {
+      const checks = [
+        "system('echo hi', intern = TRUE) == 'hi'",
+        "nzchar(format(Sys.time(), '%Z'))",
+        `file.exists('/etc/ssl/certs/ca-certificates.crt') == ${readableCertificates() ? "TRUE" : "FALSE"}`,
+        "identical(unlist(parallel::mclapply(1:2, function(i) i * 2, mc.cores = 2)), c(2, 4))",
+        "jsonlite::toJSON(1:2) == '[1,2]'",
+        "requireNamespace('unix', quietly = TRUE)",
+        "length(capture.output(sessionInfo())) > 5",
+        "{ f <- tempfile(); writeLines('t', f); readLines(f) == 't' }",
+        "{ writeLines('w', 'mine.txt'); readLines('mine.txt') == 'w' }",
+        "!suppressWarnings(file.create('/usr/x')) && !suppressWarnings(file.create('/x'))",
+      ];
+      const answers = await evaluate(minimal, minimalId, `c(${checks.join(", ")})`);
+      expect(answers, checks.join("\n")).to.deep.equal(checks.map(() => true));
+    });
+  });
+
   describe("r.sessionNetwork", () => {
     let none: TestServer;
     let host: TestServer;
@@ -131,3 +182,12 @@ describe("private temporary folders and network: /tmp, /var/tmp, /dev/shm and th
     });
   });
 });
+
+function readableCertificates(): boolean {
+  try {
+    readFileSync("/etc/ssl/certs/ca-certificates.crt");
+    return true;
+  } catch {
+    return false;
+  }
+}

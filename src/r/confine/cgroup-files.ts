@@ -1,0 +1,62 @@
+/** Reading and writing the files of cgroup hierarchies (v1 and v2 alike). */
+import { readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** Mount points by filesystem type and super options (mountinfo: `… mountpoint … - fstype source options`). */
+export function cgroupMounts(mountinfo: string): { readonly type: string; readonly mountPoint: string; readonly options: readonly string[] }[] {
+  const out: { type: string; mountPoint: string; options: string[] }[] = [];
+  for (const line of mountinfo.split("\n")) {
+    const [left, right] = line.split(" - ");
+    if (!left || !right) continue;
+    const [type = "", , superOptions = ""] = right.split(" ");
+    if (type === "cgroup" || type === "cgroup2") out.push({ type, mountPoint: left.split(" ")[4]!, options: superOptions.split(",") });
+  }
+  return out;
+}
+
+export function numberIn(file: string): number {
+  try {
+    return Number(readFileSync(file, "utf8").trim()) || 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Sets a limit the kernel may not have (swap accounting off): absent is fine, refused is not. */
+export function trySet(file: string, value: string): void {
+  try {
+    writeFileSync(file, value);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+  }
+}
+
+export function removeAll(dirs: readonly string[]): boolean {
+  let all = true;
+  for (const dir of dirs) {
+    try {
+      rmdirSync(dir);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") all = false;
+    }
+  }
+  return all;
+}
+
+/** Removes the groups under `base` (left by a crashed run); answers those that stay. */
+export function removeChildren(base: string): string[] {
+  const left: string[] = [];
+  for (const entry of readdirSync(base, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    try {
+      rmdirSync(join(base, entry.name));
+    } catch {
+      left.push(join(base, entry.name));
+    }
+  }
+  return left;
+}
+
+export function errorCode(e: unknown): string {
+  return (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+}
