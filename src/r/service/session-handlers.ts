@@ -10,7 +10,7 @@ import type { EvalEvent } from "../child.js";
 import type { REngine } from "../engine.js";
 import { contentTypeOf, negotiate } from "./negotiate.js";
 import { commandMessage, sessionMessage } from "./messages.js";
-import type { AssignSource } from "../session.js";
+import type { AssignSource } from "../protocol.js";
 import { SESSION_READERS, SESSION_USERS, sessionFor } from "./access.js";
 
 export type SessionHandlers = Pick<
