@@ -2,10 +2,6 @@ import { expect } from "chai";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import ts from "typescript";
-import type { ServiceImpl } from "@connectrpc/connect";
-import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import { registerService } from "../../src/edge/service-registry.js";
-import { restStyleOf } from "../../src/rest-contracts.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -224,14 +220,5 @@ describe("layering: imports run transport → server → services → domain", (
   it("reads the real sources: the server's import of the transports' response meter is among them", () => {
     expect(sources.size).to.be.greaterThan(100);
     expect(importsOf("src/server/call-observer.ts", sources.get("src/server/call-observer.ts")!, onDisk)).to.include("src/edge/response-meter.ts");
-  });
-});
-
-describe("service assembly", () => {
-  it("does not type-check a service registered without one of its handlers (tsc runs over the tests)", () => {
-    const partial: Omit<ServiceImpl<typeof RService>, "getSession"> = {} as Omit<ServiceImpl<typeof RService>, "getSession">;
-    // @ts-expect-error getSession is missing: registered, it would answer UNIMPLEMENTED at run time
-    const registered = registerService(RService, partial, restStyleOf(RService));
-    expect(registered.desc).to.equal(RService);
   });
 });
