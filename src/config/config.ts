@@ -77,8 +77,8 @@ export interface ServerConfig {
    */
   readonly drainSeconds: number;
   /**
-   * Unary RPCs over gRPC, gRPC-Web and Connect are served by this server's own lean path (src/rpc/);
-   * false hands every RPC to Connect-ES (the reference the lean path is tested against).
+   * Unary RPCs over gRPC, gRPC-Web and Connect are served by this server's own unary fast path (src/rpc/);
+   * false hands every RPC to Connect-ES (the reference the fast path is tested against).
    */
   readonly unaryFastPath: boolean;
   /**

@@ -2,7 +2,7 @@ import type { JsonObject, JsonValue, NetworkDocument } from "./model.js";
 
 /**
  * Differences between two revisions: `{"<field>": [left, right]}` for each changed top-level field,
- * fields named as on the wire (the model is `content`'s parsed form, under `model`).
+ * fields named as clients see them (the model is `content`'s parsed form, under `model`).
  */
 export function diffDocuments(left: NetworkDocument, right: NetworkDocument): JsonObject {
   const a = asJson(left);

@@ -47,7 +47,7 @@ export function normalizeDocument(input: NetworkInput, id: string): NetworkDocum
   };
 }
 
-/** `content` of the wire format: absent or empty means `{}`; anything but a JSON object is refused. */
+/** `content` as clients send it: absent or empty means `{}`; anything but a JSON object is refused. */
 export function parseContent(content: string | undefined): JsonObject {
   if (content === undefined || content.trim() === "") return {};
   let parsed: unknown;

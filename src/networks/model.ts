@@ -1,4 +1,4 @@
-/** Internal (storage) shapes of the catalogue; the wire shapes live in service/wire.ts. */
+/** Internal (storage) shapes of the catalogue; the shapes clients see are mapped to messages in service/messages.ts. */
 
 /**
  * A JSON value as documents hold it (the model, study summaries, memberships). The same shape as

@@ -13,8 +13,8 @@ import type { Fault } from "../errors/fault.js";
 import type { SessionQuota, SessionQuotas } from "./confine/quotas.js";
 import type { RChild } from "./child.js";
 import { assertTrustedProfile } from "./profile.js";
-import { RServerProcess, type SessionIdentity } from "./rserver.js";
-import { evalFrame, type ValueFormat } from "./protocol.js";
+import { RServerProcess } from "./rserver.js";
+import { evalFrame, type SessionIdentity, type ValueFormat } from "./protocol.js";
 import { RSession, type SessionDirs } from "./session.js";
 
 export interface REngineOptions {

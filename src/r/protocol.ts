@@ -1,6 +1,3 @@
-import type { SessionIdentity } from "./rserver.js";
-import type { AssignSource } from "./session.js";
-
 /**
  * The protocol between Node and R (src/r/worker.R), in one place.
  *
@@ -77,6 +74,11 @@ export type ValueFormat = "json" | "rds";
 
 /** How a value comes back: JSON text or R serialization (the first byte of E, L and Q payloads). */
 export const FormatByte = { json: "j", rds: "r" } as const satisfies Record<ValueFormat, string>;
+
+/** What to assign: the value of an R expression, or an R-serialized value. */
+export type AssignSource =
+  | { readonly kind: "script"; readonly text: Uint8Array }
+  | { readonly kind: "rdata"; readonly bytes: Uint8Array };
 
 /** What an A request assigns: the value of a script or an R-serialized value. */
 export const SourceByte = { script: "x", rdata: "r" } as const satisfies Record<AssignSource["kind"], string>;
@@ -226,6 +228,25 @@ export function decodeAssign(payload: Buffer): { readonly symbol: string; readon
   const body = payload.subarray(5 + length);
   const kind = payload.subarray(0, 1).toString("latin1");
   return { symbol, source: kind === SourceByte.rdata ? { kind: "rdata", bytes: body } : { kind: "script", text: body } };
+}
+
+export type SessionNetwork = "host" | "none";
+export type SessionFilesystem = "minimal" | "host";
+
+/** Who an isolated session process runs as, and its limits. */
+export interface SessionIdentity {
+  readonly uid: number;
+  readonly gid: number;
+  /** RLIMIT_AS in bytes; 0: none. */
+  readonly memoryBytes: number;
+  /** RLIMIT_NPROC; 0: none. */
+  readonly processes: number;
+  /** /tmp, /var/tmp and /dev/shm of its own (a mount namespace; package rocksandbox). */
+  readonly privateTmp: boolean;
+  /** `none`: a network namespace of its own, loopback only (package rocksandbox). */
+  readonly network: SessionNetwork;
+  /** `minimal`: a root of its own holding only what R needs (package rocksandbox). */
+  readonly filesystem: SessionFilesystem;
 }
 
 export interface ForkRequest {

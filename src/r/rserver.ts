@@ -17,6 +17,7 @@ import {
   PING,
   versionFrame,
   type Frame,
+  type SessionIdentity,
 } from "./protocol.js";
 import { signalGroup, signalProcess } from "./signals.js";
 
@@ -42,25 +43,6 @@ export interface RServerOptions {
   readonly isolated: boolean;
   /** A file of R code the R server runs before it forks any session (r.profile). */
   readonly profile?: string;
-}
-
-export type SessionNetwork = "host" | "none";
-export type SessionFilesystem = "minimal" | "host";
-
-/** Who an isolated session process runs as, and its limits. */
-export interface SessionIdentity {
-  readonly uid: number;
-  readonly gid: number;
-  /** RLIMIT_AS in bytes; 0: none. */
-  readonly memoryBytes: number;
-  /** RLIMIT_NPROC; 0: none. */
-  readonly processes: number;
-  /** /tmp, /var/tmp and /dev/shm of its own (a mount namespace; package rocksandbox). */
-  readonly privateTmp: boolean;
-  /** `none`: a network namespace of its own, loopback only (package rocksandbox). */
-  readonly network: SessionNetwork;
-  /** `minimal`: a root of its own holding only what R needs (package rocksandbox). */
-  readonly filesystem: SessionFilesystem;
 }
 
 interface PendingFork {

@@ -4,7 +4,7 @@ import type { Owner } from "./confine/as-owner.js";
 import { cpuSeconds } from "./confine/processes.js";
 import type { Fault } from "../errors/fault.js";
 import { rError, sessionEnded } from "./errors.js";
-import { assignFrame, evalFrame, type ValueFormat } from "./protocol.js";
+import { assignFrame, evalFrame, type AssignSource, type ValueFormat } from "./protocol.js";
 
 /** A session's folders: `work` (its working directory), `tmp` (its tempdir()), both inside `home`. */
 export interface SessionDirs {
@@ -14,11 +14,6 @@ export interface SessionDirs {
   /** Who owns them when the session is isolated: file operations in them run as that uid. */
   readonly owner?: Owner;
 }
-
-/** What to assign: the value of an R expression, or an R-serialized value. */
-export type AssignSource =
-  | { readonly kind: "script"; readonly text: Uint8Array }
-  | { readonly kind: "rdata"; readonly bytes: Uint8Array };
 
 export interface SessionOptions {
   /** Interrupt an evaluation running longer than this; <= 0 disables. */

@@ -14,7 +14,7 @@ import { envelope, ENVELOPE_HEADER_BYTES, isGrpcFamily, MethodCodec, singleEnvel
 import { pathOf } from "../edge/request-path.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
-/** What the lean path needs of an HTTP/1 or HTTP/2 response (their write() signatures differ). */
+/** What the fast path needs of an HTTP/1 or HTTP/2 response (their write() signatures differ). */
 interface Res {
   readonly headersSent: boolean;
   writeHead(status: number, headers: Record<string, string>): unknown;
@@ -50,7 +50,7 @@ interface Method {
 }
 
 /**
- * Unary RPCs over gRPC, gRPC-Web and Connect on a lean path beside Connect-ES, the way the REST edge
+ * Unary RPCs over gRPC, gRPC-Web and Connect on a fast path beside Connect-ES, the way the REST edge
  * serves REST: the same handlers behind the same interceptors (Connect-ES's own invocation function),
  * with one light call context, the body read by events and the answer written in one go, where
  * Connect-ES runs each call through a chain of async iterables, linked abort signals and the

@@ -50,7 +50,7 @@ const WIRES = {
 const CACHE = new Map<string, Wire | null>();
 
 /**
- * The wire of a POST by its content type, or undefined when the lean path does not serve it (Connect
+ * The wire of a POST by its content type, or undefined when the unary fast path does not serve it (Connect
  * streams, gRPC-Web text, gRPC over HTTP/1.1, anything else): Connect-ES answers those.
  */
 export function wireOf(contentType: string | undefined, httpMajor: number): Wire | undefined {

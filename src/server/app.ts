@@ -40,7 +40,7 @@ export interface ServerOptions {
   readonly serving: ServingState;
   /** GET /metrics, for callers of `users` with a role that may read it. */
   readonly metrics: { readonly registry: Registry; readonly users: UserDirectory };
-  /** Unary RPCs on the lean path (src/rpc/); false: Connect-ES serves every RPC. */
+  /** Unary RPCs on the unary fast path (src/rpc/); false: Connect-ES serves every RPC. */
   readonly unaryFastPath: boolean;
   /** The client's address of a request (src/server/client-address.ts). */
   readonly clientAddress: (req: IncomingMessage | Http2ServerRequest) => string | undefined;

@@ -293,7 +293,7 @@ export async function runNetworksBench(o: NetworksBenchOptions): Promise<Section
     w.notes.push(
       "Direct = NetworkCatalog in this process. Its reference is raw `level` storing the very records of each write as one batch: the same keys, and the state, index entry, " +
         "document and revision objects written through level's json encoding (the same bytes, timestamps of the same length). Pre-encoded = the same records handed to level as JSON text " +
-        "built before the clock starts, a tight loop of native calls: shown, not the reference (see the README on why a loop with no work between writes is not comparable on this VM).",
+        "built before the clock starts, a tight loop of native calls: shown, not the reference (see test/bench/README.md on why a loop with no work between writes is not comparable on this VM).",
     );
     w.notes.push(
       `Raw runs in a worker thread (a heap of its own: neither side's turn pays for collecting the other's objects), in ${rounds} rounds alternating with the catalogue ` +

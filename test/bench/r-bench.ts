@@ -338,7 +338,7 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     floor("floor: bare node:http2 gRPC answer, minimal client", h2FloorTime, "(no Connect, no R)");
     floor("floor: bare grpc-js server, GetSession", grpcFloorTime, "(grpc-js both sides, no work)");
     floor("floor: bare Connect-ES h2c server, GetSession", connectFloorTime, "(Connect-ES gRPC both sides, no work)");
-    floor("floor: gRPC GetSession, minimal client", rawGrpcNoR, "(h2 + Connect + auth, no R)");
+    floor("floor: gRPC GetSession, minimal client", rawGrpcNoR, "(h2 + unary fast path + auth, no R)");
     floor("floor: gRPC GetSession (grpc-js)", grpcNoR, "(h2 + auth, no R)");
     floor("floor: gRPC GetSession (Connect-ES)", connectGrpcNoR, "(h2 + auth, no R)");
     e.notes.push(`${iterations} iterations after ${warmup} warm-up, in 10 interleaved rounds (every row of rock and Rserve takes 1/10 of its samples per round); REST: a minimal HTTP/1.1 client (one write per request, answer read by Content-Length) and node:http, one keep-alive socket each; gRPC: a minimal node:http2 client (hand-framed messages), @grpc/grpc-js and Connect-ES createGrpcTransport (all h2c, one HTTP/2 connection each); Connect: Connect-ES, HTTP/1.1.`);

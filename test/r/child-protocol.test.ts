@@ -1,21 +1,57 @@
 import { expect } from "chai";
+import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import { RChild, type EvalEvent } from "../../src/r/child.js";
-import { encodeFrame } from "../../src/r/protocol.js";
+import { DRAIN, encodeFrame, evalFrame, FrameReader, Marker, ONE_READ, Request } from "../../src/r/protocol.js";
+import { until } from "./support.js";
 
 /**
- * The Node side of the session protocol against a peer that plays R over real loopback sockets, so
- * that chunk boundaries can be put exactly where R's writes may put them.
+ * A process in R's stead, for RChild to signal: it writes `I` for each SIGINT it gets (and lives on), and
+ * a SIGKILL (what RChild sends when the protocol breaks) ends it, not the test runner.
  */
-describe("session protocol: output markers across chunk boundaries, live and quiet requests", () => {
-  let server: net.Server;
-  let child: RChild;
-  let rMain: net.Socket;
-  let rOut: net.Socket;
-  const logged: string[] = [];
+class StandIn {
+  private written = "";
 
-  before(async () => {
-    server = net.createServer();
+  private constructor(private readonly proc: ChildProcess) {
+    proc.stdout?.on("data", (chunk: Buffer) => (this.written += chunk.toString("latin1")));
+  }
+
+  static async start(): Promise<StandIn> {
+    const script = "process.on('SIGINT', () => process.stdout.write('I')); process.stdout.write('R'); setInterval(() => {}, 1 << 30);";
+    const standIn = new StandIn(spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] }));
+    await until(() => standIn.written.startsWith("R"));
+    return standIn;
+  }
+
+  get pid(): number {
+    return this.proc.pid!;
+  }
+
+  get interrupts(): number {
+    return this.written.split("I").length - 1;
+  }
+
+  async end(): Promise<void> {
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
+    const exited = new Promise((resolve) => this.proc.once("exit", resolve));
+    this.proc.kill("SIGKILL");
+    await exited;
+  }
+}
+
+/** An RChild connected over real loopback sockets to a peer that plays R, with a stand-in process as its pid. */
+class PlayedR {
+  private constructor(
+    readonly child: RChild,
+    readonly rMain: net.Socket,
+    readonly rOut: net.Socket,
+    readonly logged: string[],
+    readonly standIn: StandIn,
+    private readonly server: net.Server,
+  ) {}
+
+  static async start(): Promise<PlayedR> {
+    const server = net.createServer();
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const port = (server.address() as net.AddressInfo).port;
     const accepted: net.Socket[] = [];
@@ -25,20 +61,43 @@ describe("session protocol: output markers across chunk boundaries, live and qui
         if (accepted.push(s) === 2) resolve();
       }),
     );
-    rMain = net.connect(port, "127.0.0.1");
+    const rMain = net.connect(port, "127.0.0.1");
     await new Promise((r) => rMain.once("connect", r));
-    rOut = net.connect(port, "127.0.0.1");
+    const rOut = net.connect(port, "127.0.0.1");
     await two;
     rMain.setNoDelay(true);
     rOut.setNoDelay(true);
-    child = new RChild(process.pid, accepted[0]!, accepted[1]!, (t) => logged.push(t));
+    const standIn = await StandIn.start();
+    const logged: string[] = [];
+    const child = new RChild(standIn.pid, accepted[0]!, accepted[1]!, (t) => logged.push(t));
     child.start(undefined, undefined);
+    return new PlayedR(child, rMain, rOut, logged, standIn, server);
+  }
+
+  async stop(): Promise<void> {
+    this.rMain.destroy();
+    this.rOut.destroy();
+    await new Promise((r) => this.server.close(r));
+    await this.standIn.end();
+  }
+}
+
+/**
+ * The Node side of the session protocol against a peer that plays R over real loopback sockets, so
+ * that chunk boundaries can be put exactly where R's writes may put them.
+ */
+describe("session protocol: output markers across chunk boundaries, live and quiet requests", () => {
+  let played: PlayedR;
+  let child: RChild;
+  let rMain: net.Socket;
+  let rOut: net.Socket;
+  let logged: string[];
+
+  before(async () => {
+    played = await PlayedR.start();
+    ({ child, rMain, rOut, logged } = played);
   });
-  after(async () => {
-    rMain.destroy();
-    rOut.destroy();
-    await new Promise((r) => server.close(r));
-  });
+  after(() => played.stop());
 
   const pause = () => new Promise((r) => setTimeout(r, 30));
   const nul = (type: number) => Buffer.from([0, type]);
@@ -97,5 +156,73 @@ describe("session protocol: output markers across chunk boundaries, live and qui
     expect(await outcome).to.deep.equal({ ok: true, value: Buffer.from("1") });
     expect(events).to.deep.equal([{ kind: "output", text: "mine\n" }]);
     expect(logged.join("")).to.equal("earlier\nmine\n");
+  });
+});
+
+describe("session protocol: interrupts and the drain frame", () => {
+  /** R reads a socket 4096 bytes at a time (worker.R; its one_read is checked against ONE_READ in protocol.test.ts). */
+  const R_READ = 4096;
+  let played: PlayedR;
+  /** What Node wrote on the main socket since the last `received`. */
+  let sent: Buffer[] = [];
+
+  before(async () => {
+    played = await PlayedR.start();
+    played.rMain.on("data", (chunk: Buffer) => sent.push(chunk));
+  });
+  after(() => played.stop());
+
+  /** An evaluation request of exactly `bytes` bytes, header included. */
+  const request = (bytes: number): Buffer => evalFrame(Buffer.alloc(bytes - evalFrame(Buffer.alloc(0), "json").length, " "), "json");
+  /** The next `bytes` bytes Node wrote, as R would read them. */
+  const received = async (bytes: number): Promise<Buffer> => {
+    await until(() => Buffer.concat(sent).length >= bytes);
+    const all = Buffer.concat(sent);
+    sent = [];
+    return all;
+  };
+  const answer = (): boolean => played.rMain.write(encodeFrame("V", Buffer.from("1")));
+  const typesOf = (bytes: Buffer): string[] => new FrameReader().push(bytes).map((f) => f.type);
+
+  it("signals at once during a request R takes in one read, and sends the next behind a drain frame, both within one read", async () => {
+    const first = request(ONE_READ);
+    const outcome = played.child.run(first);
+    await received(first.length);
+    expect(played.child.interrupt()).to.equal(true);
+    await until(() => played.standIn.interrupts === 1);
+    answer();
+    expect((await outcome).ok).to.equal(true);
+
+    const second = played.child.run(request(ONE_READ));
+    const bytes = await received(DRAIN.length + ONE_READ);
+    expect(typesOf(bytes)).to.deep.equal([Request.drain, Request.eval]);
+    expect(bytes.length).to.be.at.most(R_READ);
+    answer();
+    expect((await second).ok).to.equal(true);
+
+    // Nothing was interrupted since: no drain frame.
+    const third = played.child.run(request(100));
+    expect(typesOf(await received(100))).to.deep.equal([Request.eval]);
+    answer();
+    expect((await third).ok).to.equal(true);
+  });
+
+  it("holds the signal during a larger request until R's START marker says R has read it all", async () => {
+    const before = played.standIn.interrupts;
+    const big = request(ONE_READ + 1);
+    const outcome = played.child.run(big);
+    await received(big.length);
+    expect(played.child.interrupt()).to.equal(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(played.standIn.interrupts, "no SIGINT before the START marker").to.equal(before);
+    played.rOut.write(Buffer.from([0, Marker.start]));
+    await until(() => played.standIn.interrupts === before + 1);
+    answer();
+    expect((await outcome).ok).to.equal(true);
+
+    const next = played.child.run(request(100));
+    expect(typesOf(await received(DRAIN.length + 100))).to.deep.equal([Request.drain, Request.eval]);
+    answer();
+    expect((await next).ok).to.equal(true);
   });
 });

@@ -84,10 +84,6 @@ describe("protocol: requests", () => {
     expect(only(versionFrame("rds")).payload.toString()).to.equal(FormatByte.rds);
     expect(only(versionFrame("json")).payload.toString()).to.equal(FormatByte.json);
   });
-
-  it("leaves room for a drain frame in one read of R", () => {
-    expect(ONE_READ + DRAIN.length).to.equal(4096);
-  });
 });
 
 describe("protocol: greetings", () => {

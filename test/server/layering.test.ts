@@ -2,10 +2,6 @@ import { expect } from "chai";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import ts from "typescript";
-import type { ServiceImpl } from "@connectrpc/connect";
-import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import { registerService } from "../../src/edge/service-registry.js";
-import { restStyleOf } from "../../src/rest-contracts.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -88,6 +84,70 @@ function offences(rule: Rule, sources: ReadonlyMap<string, string>, exists: (rep
   return found;
 }
 
+/** Which of `sources` each one imports: the import graph of those files, packages and other files left out. */
+function importGraph(sources: ReadonlyMap<string, string>, exists: (repoPath: string) => boolean): Map<string, string[]> {
+  return new Map([...sources].map(([file, text]) => [file, importsOf(file, text, exists).filter((target) => sources.has(target))]));
+}
+
+/**
+ * The import cycles of `graph`, each as `a → b → a`: one per group of files that reach each other
+ * (Tarjan's strongly connected components), shown as the shortest loop through the group's first file,
+ * since one loop named is enough to start untangling the group.
+ */
+function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const groups: string[][] = [];
+  const visit = (file: string): void => {
+    index.set(file, index.size);
+    low.set(file, index.get(file)!);
+    stack.push(file);
+    onStack.add(file);
+    for (const target of graph.get(file) ?? []) {
+      if (!index.has(target)) {
+        visit(target);
+        low.set(file, Math.min(low.get(file)!, low.get(target)!));
+      } else if (onStack.has(target)) {
+        low.set(file, Math.min(low.get(file)!, index.get(target)!));
+      }
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const group: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      group.push(member);
+    } while (member !== file);
+    if (group.length > 1 || (graph.get(file) ?? []).includes(file)) groups.push(group.sort());
+  };
+  for (const file of [...graph.keys()].sort()) if (!index.has(file)) visit(file);
+  return groups.sort((a, b) => a[0]!.localeCompare(b[0]!)).map((group) => shortestLoop(graph, new Set(group), group[0]!).join(" → "));
+}
+
+/** The shortest path from `start` back to itself through `members` (breadth first). */
+function shortestLoop(graph: ReadonlyMap<string, readonly string[]>, members: ReadonlySet<string>, start: string): string[] {
+  const cameFrom = new Map<string, string>();
+  const queue = [start];
+  for (let i = 0; i < queue.length; i++) {
+    const file = queue[i]!;
+    for (const target of graph.get(file) ?? []) {
+      if (target === start) {
+        const between: string[] = [];
+        for (let at = file; at !== start; at = cameFrom.get(at)!) between.unshift(at);
+        return [start, ...between, start];
+      }
+      if (members.has(target) && !cameFrom.has(target)) {
+        cameFrom.set(target, file);
+        queue.push(target);
+      }
+    }
+  }
+  return [start];
+}
+
 function sourceFiles(): Map<string, string> {
   const files = readdirSync(path.join(ROOT, "src"), { recursive: true, encoding: "utf8" })
     .filter((f) => /\.[cm]?[jt]s$/.test(f))
@@ -107,6 +167,24 @@ describe("layering: imports run transport → server → services → domain", (
       expect(found, rule.name).to.deep.equal([]);
     });
   }
+
+  it("has no import cycle in src/, type-only imports included", () => {
+    expect(importCycles(importGraph(sources, onDisk)), "import cycles").to.deep.equal([]);
+  });
+
+  it("names each import cycle, however it is imported, and nothing else", () => {
+    const planted = new Map([
+      ["src/r/a.ts", 'import type { B } from "./b.js";'],
+      ["src/r/b.ts", 'export { c } from "./c.js";\nimport "node:fs";'],
+      ["src/r/c.ts", 'import { a } from "./a.js";\nimport { b } from "./b.js";'],
+      ["src/r/d.ts", 'import { a } from "./a.js";\nconst later = () => import("./d.js");'],
+      ["src/r/e.ts", 'import { d } from "./d.js";'],
+    ]);
+    expect(importCycles(importGraph(planted, (repoPath) => planted.has(repoPath)))).to.deep.equal([
+      "src/r/a.ts → src/r/b.ts → src/r/c.ts → src/r/a.ts",
+      "src/r/d.ts → src/r/d.ts",
+    ]);
+  });
 
   it("sees every kind of import and names what a rule forbids", () => {
     const planted = new Map([
@@ -142,14 +220,5 @@ describe("layering: imports run transport → server → services → domain", (
   it("reads the real sources: the server's import of the transports' response meter is among them", () => {
     expect(sources.size).to.be.greaterThan(100);
     expect(importsOf("src/server/call-observer.ts", sources.get("src/server/call-observer.ts")!, onDisk)).to.include("src/edge/response-meter.ts");
-  });
-});
-
-describe("service assembly", () => {
-  it("does not type-check a service registered without one of its handlers (tsc runs over the tests)", () => {
-    const partial: Omit<ServiceImpl<typeof RService>, "getSession"> = {} as Omit<ServiceImpl<typeof RService>, "getSession">;
-    // @ts-expect-error getSession is missing: registered, it would answer UNIMPLEMENTED at run time
-    const registered = registerService(RService, partial, restStyleOf(RService));
-    expect(registered.desc).to.equal(RService);
   });
 });

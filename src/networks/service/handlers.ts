@@ -8,7 +8,7 @@ import type { NetworkCatalog } from "../catalog.js";
 import { excerpt } from "../limits.js";
 import { isRevisionStatus, REVISION_STATUSES } from "../model.js";
 import { CATALOG_ROLES, permissionsOf, VIEW_ONLY } from "./permissions.js";
-import { networkInput, networkMessage, revisionMessage, summaryMessage } from "./wire.js";
+import { networkInput, networkMessage, revisionMessage, summaryMessage } from "./messages.js";
 
 /**
  * The NetworkService RPCs over a catalogue. Role rules per RPC are the auth interceptor's (proto

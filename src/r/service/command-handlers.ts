@@ -6,7 +6,7 @@ import { noSuchCommand } from "../errors.js";
 import { contentTypeOf } from "./negotiate.js";
 import { commandMessage } from "./messages.js";
 import type { RSession } from "../session.js";
-import { SESSION_USERS, sessionFor } from "./access.js";
+import { SESSION_USERS, sessionFor } from "./permissions.js";
 
 export type CommandHandlers = Pick<
   ServiceImpl<typeof RService>,

@@ -5,7 +5,7 @@ import type { REngine } from "../engine.js";
 import { openDownload, Upload } from "../files.js";
 import { OCTET_STREAM } from "./negotiate.js";
 import type { RSession } from "../session.js";
-import { SESSION_USERS, sessionFor } from "./access.js";
+import { SESSION_USERS, sessionFor } from "./permissions.js";
 
 /**
  * How long an RPC upload waits, once its request stream ended, for a reset of the call. A client

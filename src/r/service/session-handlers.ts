@@ -10,8 +10,8 @@ import type { EvalEvent } from "../child.js";
 import type { REngine } from "../engine.js";
 import { contentTypeOf, negotiate } from "./negotiate.js";
 import { commandMessage, sessionMessage } from "./messages.js";
-import type { AssignSource } from "../session.js";
-import { SESSION_READERS, SESSION_USERS, sessionFor } from "./access.js";
+import type { AssignSource } from "../protocol.js";
+import { SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
 
 export type SessionHandlers = Pick<
   ServiceImpl<typeof RService>,

@@ -4,6 +4,8 @@ import { callerOf, hasAnyRole } from "../../auth/caller.js";
 import type { REngine } from "../engine.js";
 import type { RSession } from "../session.js";
 
+/** The `access` option says who may call an RPC; these say who may act on a session another user owns. */
+
 export const ADMINISTRATOR = "administrator";
 export const MANAGER = "manager";
 
