@@ -3,7 +3,7 @@ import { chmod, chown, readFile, mkdir, readdir, rm } from "node:fs/promises";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import type { RConfig } from "../config/config.js";
-import { parseUidRange } from "../config/load.js";
+import { parseUidRange } from "../config/kinds.js";
 import type { ConsoleLog } from "./console-log.js";
 import { searchableByOthers } from "./confine/isolation.js";
 import { liveProcessesByUid, reapUid } from "./confine/processes.js";

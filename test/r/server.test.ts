@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { spawn } from "node:child_process";
 import { createServer, type Socket } from "node:net";
 import { decideIsolation, sessionsRoot } from "../../src/r/confine/isolation.js";
-import { parseUidRange } from "../../src/config/load.js";
+import { parseUidRange } from "../../src/config/kinds.js";
 import { loopbackPeerUid } from "../../src/r/confine/peer.js";
 import { testSessionUids } from "../support/uids.js";
 import { ConsoleLog } from "../../src/r/console-log.js";
