@@ -1,4 +1,5 @@
 import path from "node:path";
+import type { UidRange } from "./config.js";
 import type { Kind } from "./setting.js";
 
 /** A file's value in a message: a scalar as written, a list or a mapping by what it is. */
@@ -105,15 +106,17 @@ export function list(form: string, each: (item: string, where: string) => void =
 }
 
 /** `first-last`, both unprivileged uids (> 0, < 2^32 - 1), first <= last. */
-export function parseUidRange(text: string, where = "r.sessionUids"): { readonly first: number; readonly last: number } {
-  const match = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(text);
-  const first = Number(match?.[1]);
-  const last = Number(match?.[2]);
-  if (!match || first < 1 || last < first || last >= 2 ** 32 - 1) throw new Error(`${where}: expected 'first-last' with 0 < first <= last, not '${text}'`);
-  return { first, last };
-}
-
-export const uidRange: Kind<string> = checked(text, (t, where) => parseUidRange(t, where));
+export const uidRange: Kind<UidRange> = scalar(
+  "first-last",
+  (t, where) => {
+    const match = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(t);
+    const first = Number(match?.[1]);
+    const last = Number(match?.[2]);
+    if (!match || first < 1 || last < first || last >= 2 ** 32 - 1) throw new Error(`${where}: expected 'first-last' with 0 < first <= last, not '${t}'`);
+    return { first, last };
+  },
+  (r) => quoted(`${r.first}-${r.last}`),
+);
 
 /** Empty, or the base URL of a service this node calls. */
 export const httpUrl: Kind<string> = checked(text, (url, where) => {

@@ -73,7 +73,7 @@ export const SETTINGS = {
     logMaxBytes: new Setting(bytes, { env: "ROCK_R_LOG_MAX_BYTES", default: 10 * 1024 * 1024, meaning: "the R console log is rotated past this size" }),
     logFiles: new Setting(number, { env: "ROCK_R_LOG_FILES", default: 5, meaning: "rotated console log files kept" }),
     isolation: new Setting(oneOf("auto", "required"), { env: "ROCK_R_ISOLATION", default: "auto", meaning: "`required`: refuse to start unless sessions get uids of their own" }),
-    sessionUids: new Setting(uidRange, { env: "ROCK_R_SESSION_UIDS", default: "70000-70999", meaning: "uids (and gids) isolated sessions run as" }),
+    sessionUids: new Setting(uidRange, { env: "ROCK_R_SESSION_UIDS", default: { first: 70000, last: 70999 }, meaning: "uids (and gids) isolated sessions run as" }),
     sessionsDir: new Setting(text, { env: "ROCK_R_SESSIONS_DIR", default: "", shown: "empty: `<dataDir>/sessions`", meaning: "see Security model" }),
     setupLibrary: new Setting(absolutePath, {
       env: "ROCK_R_SETUP_LIBRARY",

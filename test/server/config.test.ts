@@ -118,6 +118,19 @@ describe("configuration", () => {
     expect(() => loadConfig(file, {})).to.throw(/r\.spareSessions: expected a number/);
   });
 
+  it("reads r.sessionUids as a range once, refusing what is not one, naming the key and where it was written", () => {
+    expect(loadConfig(undefined, {}).r.sessionUids).to.deep.equal({ first: 70000, last: 70999 });
+    expect(loadConfig(undefined, { ROCK_R_SESSION_UIDS: " 100 - 199 " }).r.sessionUids).to.deep.equal({ first: 100, last: 199 });
+    for (const bad of ["0-10", "20-10", "100", "100-4294967295", "a-b"]) {
+      expect(() => loadConfig(undefined, { ROCK_R_SESSION_UIDS: bad }), bad).to.throw(/^r\.sessionUids \(ROCK_R_SESSION_UIDS\): expected 'first-last' with 0 < first <= last, not '/);
+    }
+    const file = path.join(dir, "rock.yaml");
+    fs.writeFileSync(file, "r:\n  sessionUids: 500-400\n");
+    expect(() => loadConfig(file, {})).to.throw(`${file}: r.sessionUids: expected 'first-last' with 0 < first <= last, not '500-400'`);
+    fs.writeFileSync(file, "r:\n  sessionUids: 500-599\n");
+    expect(loadConfig(file, {}).r.sessionUids).to.deep.equal({ first: 500, last: 599 });
+  });
+
   it("refuses a secret with a prefix it cannot check, naming the user", () => {
     const file = path.join(dir, "rock.yaml");
     for (const [secret, message] of [
