@@ -169,6 +169,11 @@ export interface RConfig {
    * which run apart from sessions, keep the network). Needs CAP_SYS_ADMIN; refused at start otherwise.
    */
   readonly sessionNetwork: "host" | "none";
+  /**
+   * `minimal`: each isolated session sees only what R needs of the host's files (a root of its own,
+   * where the service may make mount namespaces); `host`: the host's whole file system.
+   */
+  readonly sessionFilesystem: "minimal" | "host";
   /** All sessions' memory together (with quotas), MiB; <= 0: no budget. Default: 3/4 of the host's memory. */
   readonly sessionsMemoryMb: number;
   /** Each session's CPU in cores at most (with quotas); <= 0: no cap, sessions share by equal weight. */

@@ -101,6 +101,12 @@ export const SETTINGS = {
       default: "host",
       meaning: "`none`: each isolated session in a network namespace of its own, loopback only (Security model)",
     }),
+    sessionFilesystem: new Setting(oneOf("minimal", "host"), {
+      env: "ROCK_R_SESSION_FILESYSTEM",
+      default: "minimal",
+      meaning:
+        "`minimal`: each isolated session sees only what R needs (R and its libraries read-only, its own folder, its private temporary folders, the few /etc files R reads) where the service may make mount namespaces; `host`: the host's whole file system (Security model)",
+    }),
     sessionsMemoryMb: new Setting(number, {
       env: "ROCK_R_SESSIONS_MEMORY_MB",
       computed: () => Math.floor((os.totalmem() / 1048576) * 0.75),

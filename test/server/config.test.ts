@@ -131,6 +131,20 @@ describe("configuration", () => {
     expect(loadConfig(file, {}).r.sessionUids).to.deep.equal({ first: 500, last: 599 });
   });
 
+  it("takes r.sessionFilesystem minimal by default, host from the file or ROCK_R_SESSION_FILESYSTEM, and nothing else", () => {
+    expect(loadConfig(undefined, {}).r.sessionFilesystem).to.equal("minimal");
+    expect(loadConfig(undefined, { ROCK_R_SESSION_FILESYSTEM: "host" }).r.sessionFilesystem).to.equal("host");
+    const file = path.join(dir, "rock.yaml");
+    fs.writeFileSync(file, "r:\n  sessionFilesystem: host\n");
+    expect(loadConfig(file, {}).r.sessionFilesystem).to.equal("host");
+    expect(loadConfig(file, { ROCK_R_SESSION_FILESYSTEM: "minimal" }).r.sessionFilesystem, "the environment over the file").to.equal("minimal");
+    expect(() => loadConfig(undefined, { ROCK_R_SESSION_FILESYSTEM: "none" })).to.throw(/^r\.sessionFilesystem \(ROCK_R_SESSION_FILESYSTEM\): expected minimal or host, not 'none'$/);
+    fs.writeFileSync(file, "r:\n  sessionFilesystem: [host]\n");
+    expect(() => loadConfig(file, {})).to.throw(`${file}: r.sessionFilesystem: expected minimal or host, not a list`);
+    fs.writeFileSync(file, "r:\n  sessionFilesystem: none\n");
+    expect(() => loadConfig(file, { ROCK_R_SESSION_FILESYSTEM: "host" }), "a variable does not hide what the file got wrong").to.throw(`${file}: r.sessionFilesystem: expected minimal or host, not 'none'`);
+  });
+
   it("refuses a secret with a prefix it cannot check, naming the user", () => {
     const file = path.join(dir, "rock.yaml");
     for (const [secret, message] of [
