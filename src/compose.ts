@@ -234,7 +234,7 @@ function sessionQuotas(config: Config, isolated: boolean, logger: Logger): Sessi
   const { r } = config;
   if (!isolated || r.quotas === "off") return undefined;
   const opened = SessionQuotas.open({
-    name: r.sessionUids.replace(/\s/g, ""),
+    name: `${r.sessionUids.first}-${r.sessionUids.last}`,
     sessionMemoryMb: r.sessionMemoryMb,
     sessionsMemoryMb: r.sessionsMemoryMb,
     sessionCpuCores: r.sessionCpuCores,

@@ -138,8 +138,8 @@ export interface RConfig {
    * as the service's user, with a loud warning. `required`: refuse to start unless sessions are isolated.
    */
   readonly isolation: IsolationMode;
-  /** The uids (each with the same gid) sessions run as when isolated: `first-last`. */
-  readonly sessionUids: string;
+  /** The uids (each with the same gid) sessions run as when isolated (`first-last` in the file and the environment). */
+  readonly sessionUids: UidRange;
   /**
    * Where sessions' folders live; empty: `<dataDir>/sessions`, or a folder under the system's temporary
    * folder when an isolated session could not reach the data folder (an ancestor without `o+x`).
@@ -211,6 +211,12 @@ export interface RConfig {
 export type IsolationMode = "auto" | "required";
 export type QuotaMode = "auto" | "required" | "off";
 export type SessionTmpMode = "private" | "shared";
+
+/** Unprivileged uids, first to last: 0 < first <= last < 2^32 - 1. */
+export interface UidRange {
+  readonly first: number;
+  readonly last: number;
+}
 
 export interface PackagesConfig {
   /**

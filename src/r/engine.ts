@@ -3,7 +3,6 @@ import { chmod, chown, readFile, mkdir, readdir, rm } from "node:fs/promises";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import type { RConfig } from "../config/config.js";
-import { parseUidRange } from "../config/load.js";
 import type { ConsoleLog } from "./console-log.js";
 import { searchableByOthers } from "./confine/isolation.js";
 import { liveProcessesByUid, reapUid } from "./confine/processes.js";
@@ -152,7 +151,7 @@ export class REngine {
     this.log = options.log;
     this.emit = options.onEvent ?? (() => {});
     if (options.isolated) {
-      const { first, last } = parseUidRange(options.config.sessionUids);
+      const { first, last } = options.config.sessionUids;
       this.uids = new UidPool(first, last);
     }
     const { sessionTimeoutMinutes, sessionCheckSeconds } = options.config;
@@ -530,7 +529,7 @@ export class REngine {
       throw new Error(`Isolated R sessions cannot reach their folders in ${sessionsDir}: a folder above it lacks search permission for others (o+x); set r.sessionsDir elsewhere`);
     }
     if (this.uids) {
-      const { first, last } = parseUidRange(this.options.config.sessionUids);
+      const { first, last } = this.options.config.sessionUids;
       const left = await liveProcessesByUid((uid) => uid >= first && uid <= last);
       await Promise.all([...left.keys()].map((uid) => reapUid(uid, uid)));
     }

@@ -13,7 +13,7 @@ import http from "node:http";
 import { onCleanup } from "./cleanup.js";
 import { freePort } from "./rserve-client.js";
 import { processes } from "../support/procfs.js";
-import { testSessionUids } from "../support/uids.js";
+import { testSessionUids, uidsVariable } from "../support/uids.js";
 
 /** The repository root (this file is test/bench/server-process.ts). */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -64,7 +64,7 @@ export async function startServerProcess(o: ServerProcessOptions): Promise<Serve
       ROCK_USERS: BENCH_USERS,
       ROCK_R_START: String(o.rStart),
       // Servers sharing a uid range end each other's sessions at start: each gets its own.
-      ROCK_R_SESSION_UIDS: testSessionUids(),
+      ROCK_R_SESSION_UIDS: uidsVariable(testSessionUids()),
       ...o.env,
     },
   });

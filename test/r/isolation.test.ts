@@ -48,7 +48,7 @@ describe("R sessions are confined (service running as root)", function () {
     it("runs each session as an unprivileged uid and gid of its own, with no supplementary groups", async () => {
       const [uidA, gidA] = (await json(a, "c(unix::getuid(), unix::getgid())")) as number[];
       const uidB = (await json(b, "unix::getuid()")) as number;
-      const [first, last] = rig.config.sessionUids.split("-").map(Number) as [number, number];
+      const { first, last } = rig.config.sessionUids;
       expect(uidA).to.be.within(first, last);
       expect(gidA).to.equal(uidA);
       expect(uidB).to.be.within(first, last).and.not.equal(uidA);
@@ -144,7 +144,7 @@ describe("R sessions are confined (service running as root)", function () {
     it("hands a uid to the next session only once the last one's processes and files are gone", async () => {
       const first = 100_000 + Math.floor(Math.random() * 40_000) * 100;
       // Two uids: one for a session, one for the spare forked ahead.
-      rig = await startRig({ sessionUids: `${first}-${first + 1}`, maxSessions: 0 });
+      rig = await startRig({ sessionUids: { first, last: first + 1 }, maxSessions: 0 });
       const one = await rig.engine.createSession("alice");
       const two = await rig.engine.createSession("bob");
       const error = await rig.engine.createSession("carol").then(
@@ -167,7 +167,7 @@ describe("R sessions are confined (service running as root)", function () {
   describe("leftovers of a crashed run", () => {
     it("removes orphan session folders and ends processes of the session uids at start", async () => {
       const sessionUids = testSessionUids();
-      const uid = Number(sessionUids.split("-")[0]) + 7;
+      const uid = sessionUids.first + 7;
       const dataDir = await mkdtemp(join(tmpdir(), "rock-r-test-"));
       await chmod(dataDir, 0o711);
       const orphan = join(dataDir, "sessions", "0f1e2d3c-orphan", "work");
@@ -254,7 +254,7 @@ describe("R sessions are confined (service running as root)", function () {
   });
 
   it("tells the uid of the process at the other end of a loopback connection", async () => {
-    const uid = Number(testSessionUids().split("-")[0]);
+    const uid = testSessionUids().first;
     const listener = createServer();
     await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
     const { port } = listener.address() as { port: number };

@@ -7,7 +7,6 @@ import { join } from "node:path";
 import { spawn } from "node:child_process";
 import { createServer, type Socket } from "node:net";
 import { decideIsolation, sessionsRoot } from "../../src/r/confine/isolation.js";
-import { parseUidRange } from "../../src/config/load.js";
 import { loopbackPeerUid } from "../../src/r/confine/peer.js";
 import { testSessionUids } from "../support/uids.js";
 import { ConsoleLog } from "../../src/r/console-log.js";
@@ -84,7 +83,7 @@ describe("R server process", function () {
     rig = await startRig({ spareSessions: 2, autoRestart: true });
     const { isolated } = decideIsolation(rig.config);
     const sessionsDir = sessionsRoot(rig.config, rig.dataDir, isolated);
-    const { first, last } = parseUidRange(rig.config.sessionUids);
+    const { first, last } = rig.config.sessionUids;
     const uidsOf = (pids: readonly number[]): number[] => processes().filter((p) => pids.includes(p.pid)).map((p) => p.uid);
     /**
      * The spares of the running server once both are forked and, when isolated, confined (a fork is
@@ -186,7 +185,7 @@ describe("R server process", function () {
 describe("owner of a session's connection", () => {
   it("is told by the whole address pair: a process of another uid reusing the source port from another loopback address is not taken for it", async function () {
     if (process.getuid?.() !== 0) this.skip();
-    const [a, b] = [0, 1].map((i) => Number(testSessionUids().split("-")[0]) + i) as [number, number];
+    const [a, b] = [0, 1].map((i) => testSessionUids().first + i) as [number, number];
     const listener = createServer();
     await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
     const { port } = listener.address() as { port: number };

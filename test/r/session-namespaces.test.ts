@@ -40,7 +40,7 @@ describe("what a session sees: its own root, /tmp, /var/tmp, /dev/shm and networ
     before(async () => {
       // One session uid: the next session runs as the uid of the one before.
       const uid = 100_000 + Math.floor(Math.random() * 40_000) * 100;
-      server = await startTestServer({ r: { startOnBoot: true, spareSessions: 0, sessionUids: `${uid}-${uid}` } });
+      server = await startTestServer({ r: { startOnBoot: true, spareSessions: 0, sessionUids: { first: uid, last: uid } } });
     });
     after(() => server?.stop());
 

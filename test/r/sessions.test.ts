@@ -299,7 +299,7 @@ describe("spare sessions (r.spareSessions)", function () {
   it("keeps r.spareSessions forked and confined ahead; a burst takes them and replacements are forked", async () => {
     rig = await startRig({ spareSessions: 3, maxSessionsPerUser: 0 });
     await settles(3);
-    const [first, last] = rig.config.sessionUids.split("-").map(Number) as [number, number];
+    const { first, last } = rig.config.sessionUids;
     // Forked is not yet confined: a fork is root until it takes its uid.
     if (root) await until(() => forked(rig!).every((p) => p.uid >= first && p.uid <= last));
     const warm = forked(rig);
@@ -348,7 +348,7 @@ describe("spare sessions (r.spareSessions)", function () {
   it("takes only free uids for spares, and a spare's uid serves the next caller", async function () {
     if (!root) this.skip();
     const first = 100_000 + Math.floor(Math.random() * 40_000) * 100;
-    rig = await startRig({ spareSessions: 5, maxSessions: 0, maxSessionsPerUser: 0, sessionUids: `${first}-${first + 2}` });
+    rig = await startRig({ spareSessions: 5, maxSessions: 0, maxSessionsPerUser: 0, sessionUids: { first, last: first + 2 } });
     await settles(3);
     const sessions = [];
     for (let i = 0; i < 3; i++) sessions.push(await rig.engine.createSession("alice"));

@@ -37,7 +37,7 @@ describe("configuration", () => {
   it("refuses unknown settings and values of the wrong type, naming them", () => {
     const file = path.join(dir, "bad.yaml");
     fs.writeFileSync(file, "r:\n  sessionTimout: 5\n");
-    expect(() => loadConfig(file, {})).to.throw(/unknown setting 'sessionTimout'/);
+    expect(() => loadConfig(file, {})).to.throw(/bad\.yaml: unknown setting 'r\.sessionTimout'$/);
     fs.writeFileSync(file, "port: eighty\n");
     expect(() => loadConfig(file, {})).to.throw(/port: expected a number/);
   });
@@ -85,15 +85,15 @@ describe("configuration", () => {
     for (const [v, expected] of [["TRUE", true], ["false", false], ["1", true], ["0", false], ["yes", true], ["No", false]] as const) {
       expect(loadConfig(undefined, { ROCK_R_START: v }).r.startOnBoot, v).to.equal(expected);
     }
-    expect(() => loadConfig(undefined, { ROCK_R_START: "ture" })).to.throw(/^ROCK_R_START: expected true or false, not 'ture'$/);
-    expect(() => loadConfig(undefined, { ROCK_R_MAX_SESSIONS: "ten" })).to.throw(/^ROCK_R_MAX_SESSIONS: expected a number, not 'ten'$/);
-    expect(() => loadConfig(undefined, { ROCK_PORT: "70000" })).to.throw(/^port: expected an integer from 0 to 65535/);
+    expect(() => loadConfig(undefined, { ROCK_R_START: "ture" })).to.throw(/^r\.startOnBoot \(ROCK_R_START\): expected true or false, not 'ture'$/);
+    expect(() => loadConfig(undefined, { ROCK_R_MAX_SESSIONS: "ten" })).to.throw(/^r\.maxSessions \(ROCK_R_MAX_SESSIONS\): expected a number, not 'ten'$/);
+    expect(() => loadConfig(undefined, { ROCK_PORT: "70000" })).to.throw(/^port \(ROCK_PORT\): expected an integer from 0 to 65535/);
     expect(() => loadConfig(undefined, { ROCK_OPAL_SERVR: "x", ROCK_MAX_SESIONS: "1" })).to.throw(/unknown environment variables ROCK_MAX_SESIONS, ROCK_OPAL_SERVR \(/);
     const home = loadConfig(undefined, { ROCK_HOME: "/srv", ROCK_CONSUL_SERVER: "http://consul:8500" });
     expect(home.dataDir, "ROCK_HOME is the data folder without ROCK_DATA_DIR").to.equal("/srv");
     expect(home.warnings).to.have.length(2);
     expect(loadConfig(undefined, { ROCK_HOME: "/srv", ROCK_DATA_DIR: "/data" }).dataDir).to.equal("/data");
-    expect(() => loadConfig(undefined, { ROCK_OPAL_SERVER: "opal:8080" })).to.throw(/^opal.server: expected an http\(s\):\/\/ URL, not 'opal:8080'$/);
+    expect(() => loadConfig(undefined, { ROCK_OPAL_SERVER: "opal:8080" })).to.throw(/^opal\.server \(ROCK_OPAL_SERVER\): expected an http\(s\):\/\/ URL, not 'opal:8080'$/);
     expect(() => loadConfig(undefined, { ROCK_PEERS: "node1=http://a:1,node1x" })).to.throw(/^cluster.peers: expected id=http\(s\):\/\/host:port entries, not 'node1x'$/);
     expect(() => loadConfig(undefined, { ROCK_PEERS: "node1=http://a:1", ROCK_CATALOG_NODE: "node9" })).to.throw(/^cluster.catalogNode: 'node9' is not among cluster.peers$/);
     const file = path.join(dir, "rock.yaml");
@@ -110,12 +110,39 @@ describe("configuration", () => {
     fs.writeFileSync(file, "r:\n  spareSessions: 0\n");
     expect(loadConfig(file, {}).r.spareSessions).to.equal(0);
     expect(loadConfig(file, { ROCK_R_SPARE_SESSIONS: "8" }).r.spareSessions).to.equal(8);
-    expect(() => loadConfig(undefined, { ROCK_R_SPARE_SESSIONS: "many" })).to.throw(/^ROCK_R_SPARE_SESSIONS: expected a number, not 'many'$/);
+    expect(() => loadConfig(undefined, { ROCK_R_SPARE_SESSIONS: "many" })).to.throw(/^r\.spareSessions \(ROCK_R_SPARE_SESSIONS\): expected a number, not 'many'$/);
     for (const bad of ["-1", "1.5", "101"]) {
-      expect(() => loadConfig(undefined, { ROCK_R_SPARE_SESSIONS: bad }), bad).to.throw(/^r\.spareSessions: expected an integer from 0 to 100, not /);
+      expect(() => loadConfig(undefined, { ROCK_R_SPARE_SESSIONS: bad }), bad).to.throw(/^r\.spareSessions \(ROCK_R_SPARE_SESSIONS\): expected an integer from 0 to 100, not /);
     }
     fs.writeFileSync(file, "r:\n  spareSessions: lots\n");
     expect(() => loadConfig(file, {})).to.throw(/r\.spareSessions: expected a number/);
+  });
+
+  it("reads r.sessionUids as a range once, refusing what is not one, naming the key and where it was written", () => {
+    expect(loadConfig(undefined, {}).r.sessionUids).to.deep.equal({ first: 70000, last: 70999 });
+    expect(loadConfig(undefined, { ROCK_R_SESSION_UIDS: " 100 - 199 " }).r.sessionUids).to.deep.equal({ first: 100, last: 199 });
+    for (const bad of ["0-10", "20-10", "100", "100-4294967295", "a-b"]) {
+      expect(() => loadConfig(undefined, { ROCK_R_SESSION_UIDS: bad }), bad).to.throw(/^r\.sessionUids \(ROCK_R_SESSION_UIDS\): expected 'first-last' with 0 < first <= last, not '/);
+    }
+    const file = path.join(dir, "rock.yaml");
+    fs.writeFileSync(file, "r:\n  sessionUids: 500-400\n");
+    expect(() => loadConfig(file, {})).to.throw(`${file}: r.sessionUids: expected 'first-last' with 0 < first <= last, not '500-400'`);
+    fs.writeFileSync(file, "r:\n  sessionUids: 500-599\n");
+    expect(loadConfig(file, {}).r.sessionUids).to.deep.equal({ first: 500, last: 599 });
+  });
+
+  it("takes r.sessionFilesystem minimal by default, host from the file or ROCK_R_SESSION_FILESYSTEM, and nothing else", () => {
+    expect(loadConfig(undefined, {}).r.sessionFilesystem).to.equal("minimal");
+    expect(loadConfig(undefined, { ROCK_R_SESSION_FILESYSTEM: "host" }).r.sessionFilesystem).to.equal("host");
+    const file = path.join(dir, "rock.yaml");
+    fs.writeFileSync(file, "r:\n  sessionFilesystem: host\n");
+    expect(loadConfig(file, {}).r.sessionFilesystem).to.equal("host");
+    expect(loadConfig(file, { ROCK_R_SESSION_FILESYSTEM: "minimal" }).r.sessionFilesystem, "the environment over the file").to.equal("minimal");
+    expect(() => loadConfig(undefined, { ROCK_R_SESSION_FILESYSTEM: "none" })).to.throw(/^r\.sessionFilesystem \(ROCK_R_SESSION_FILESYSTEM\): expected minimal or host, not 'none'$/);
+    fs.writeFileSync(file, "r:\n  sessionFilesystem: [host]\n");
+    expect(() => loadConfig(file, {})).to.throw(`${file}: r.sessionFilesystem: expected minimal or host, not a list`);
+    fs.writeFileSync(file, "r:\n  sessionFilesystem: none\n");
+    expect(() => loadConfig(file, { ROCK_R_SESSION_FILESYSTEM: "host" }), "a variable does not hide what the file got wrong").to.throw(`${file}: r.sessionFilesystem: expected minimal or host, not 'none'`);
   });
 
   it("refuses a secret with a prefix it cannot check, naming the user", () => {

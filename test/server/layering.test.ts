@@ -48,6 +48,11 @@ const RULES: readonly Rule[] = [
     files: ["src/setup/"],
     mustNotImport: ["gen/", "@connectrpc/", "src/edge/", "src/rpc/", "src/listener/", "src/server/", "src/*/service/"],
   },
+  {
+    name: "the domain is handed its configuration parsed: of src/config it reads the types alone",
+    files: ["src/r/", "src/networks/"],
+    mustNotImport: ["src/config/load.ts", "src/config/settings.ts", "src/config/setting.ts", "src/config/kinds.ts", "src/config/users.ts", "src/config/rock.ts"],
+  },
 ];
 
 function matcher(patterns: readonly string[]): (target: string) => boolean {

@@ -201,7 +201,7 @@ describe("service log", function () {
 
   it("takes its level and format from log.level / ROCK_LOG_LEVEL and log.format / ROCK_LOG_FORMAT", () => {
     expect(loadConfig(undefined, { ROCK_LOG_LEVEL: "warn", ROCK_LOG_FORMAT: "pretty" }).log).to.deep.equal({ level: "warn", format: "pretty" });
-    expect(() => loadConfig(undefined, { ROCK_LOG_LEVEL: "loud" })).to.throw(/log\.level: expected one of/);
-    expect(() => loadConfig(undefined, { ROCK_LOG_FORMAT: "xml" })).to.throw(/log\.format: expected one of/);
+    expect(() => loadConfig(undefined, { ROCK_LOG_LEVEL: "loud" })).to.throw(/log\.level \(ROCK_LOG_LEVEL\): expected one of/);
+    expect(() => loadConfig(undefined, { ROCK_LOG_FORMAT: "xml" })).to.throw(/log\.format \(ROCK_LOG_FORMAT\): expected json or pretty, not 'xml'/);
   });
 });

@@ -110,6 +110,6 @@ describe("metrics.enabled: false", function () {
   it("is read from metrics.enabled / ROCK_METRICS_ENABLED; a value that is not a boolean stops the start naming it", () => {
     expect(loadConfig(undefined, {}).metrics).to.deep.equal({ enabled: true });
     expect(loadConfig(undefined, { ROCK_METRICS_ENABLED: "false" }).metrics).to.deep.equal({ enabled: false });
-    expect(() => loadConfig(undefined, { ROCK_METRICS_ENABLED: "off-ish" })).to.throw(/ROCK_METRICS_ENABLED: expected true or false/);
+    expect(() => loadConfig(undefined, { ROCK_METRICS_ENABLED: "off-ish" })).to.throw(/metrics\.enabled \(ROCK_METRICS_ENABLED\): expected true or false/);
   });
 });

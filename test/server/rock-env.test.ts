@@ -96,12 +96,12 @@ describe("Rock's environment", function () {
     const file = join(dir, "rock.yaml");
     writeFileSync(file, "users:\n  - {name: alice, secret: '{sha256}abc', roles: [user]}\n");
     const cases: Array<[env: Record<string, string>, message: RegExp, args?: string[]]> = [
-      [{ ROCK_R_START: "ture" }, /ROCK_R_START: expected true or false, not 'ture'/],
-      [{ ROCK_PORT: "eighty" }, /ROCK_PORT: expected a number, not 'eighty'/],
-      [{ ROCK_MAX_BODY_BYTES: "64MB" }, /ROCK_MAX_BODY_BYTES: expected a number/],
+      [{ ROCK_R_START: "ture" }, /r\.startOnBoot \(ROCK_R_START\): expected true or false, not 'ture'/],
+      [{ ROCK_PORT: "eighty" }, /port \(ROCK_PORT\): expected a number, not 'eighty'/],
+      [{ ROCK_MAX_BODY_BYTES: "64MB" }, /limits\.maxBodyBytes \(ROCK_MAX_BODY_BYTES\): expected a number/],
       [{ ROCK_SESION_TIMEOUT: "5" }, /unknown environment variable ROCK_SESION_TIMEOUT/],
       [{ ROCK_ADMINISTRATOR_NAME: "boss", ROCK_ADMINISTRATOR_PASSWORD: "{sha256}abc" }, /ROCK_ADMINISTRATOR_PASSWORD \(user 'boss'\): unsupported secret prefix '\{sha256\}'/],
-      [{ ROCK_USERS: "ann:{bcrypt}not-a-hash:user" }, /ROCK_USERS \(user 'ann'\): \{bcrypt\} must be followed by a bcrypt hash/],
+      [{ ROCK_USERS: "ann:{bcrypt}not-a-hash:user" }, /users \(ROCK_USERS\) \(user 'ann'\): \{bcrypt\} must be followed by a bcrypt hash/],
       [{ ROCK_ADMINISTRATOR_NAME: "boss" }, /ROCK_ADMINISTRATOR_NAME is set but ROCK_ADMINISTRATOR_PASSWORD is not/],
       [{}, /users\[0\] \(user 'alice'\): unsupported secret prefix '\{sha256\}'/, ["--config", file]],
     ];

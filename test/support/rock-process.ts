@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../networks/server-support.js";
-import { testSessionUids } from "./uids.js";
+import { testSessionUids, uidsVariable } from "./uids.js";
 import { processes } from "./procfs.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -62,7 +62,7 @@ export async function spawnRock(
   const own = typeof env === "function" ? env(port) : env;
   const dataDir = mkdtempSync(join(tmpdir(), "rock-process-"));
   const uids = testSessionUids();
-  const [first, last] = uids.split("-").map(Number) as [number, number];
+  const { first, last } = uids;
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ROCK_")));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,
@@ -74,7 +74,7 @@ export async function spawnRock(
       ROCK_HOST: "127.0.0.1",
       ROCK_DATA_DIR: dataDir,
       ROCK_USERS: PROCESS_USERS,
-      ROCK_R_SESSION_UIDS: uids,
+      ROCK_R_SESSION_UIDS: uidsVariable(uids),
       ...own,
     },
   });

@@ -1,13 +1,15 @@
 /**
  * Fails when gen/ is not what `npm run gen` makes from proto/ now: regenerates into a temporary folder
  * and compares every file both ways. gen/openapi.json is built from the route table of the committed
- * gen/es (whose own staleness this reports too) and src/.
+ * gen/es (whose own staleness this reports too) and src/. Fails too when README.md's configuration
+ * table is not what src/config/settings.ts makes.
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describedApiText } from "../../src/openapi/described.js";
+import { withConfigurationTable } from "./config-doc.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const bin = path.join(root, "node_modules/.bin");
@@ -29,11 +31,13 @@ try {
     ...b.filter((f) => !a.includes(f)).map((f) => `not generated from proto/: gen/${f}`),
     ...a.filter((f) => b.includes(f) && !fs.readFileSync(path.join(fresh, f)).equals(fs.readFileSync(path.join(committed, f)))).map((f) => `differs: gen/${f}`),
   ];
+  const readme = fs.readFileSync(path.join(root, "README.md"), "utf8");
+  if (withConfigurationTable(readme) !== readme) stale.push("differs: README.md's configuration table (src/config/settings.ts)");
   if (stale.length > 0) {
-    console.error(`gen/ is stale; run \`npm run gen\` and commit:\n  ${stale.join("\n  ")}`);
+    console.error(`generated files are stale; run \`npm run gen\` and commit:\n  ${stale.join("\n  ")}`);
     process.exitCode = 1;
   } else {
-    console.log(`gen/ matches proto/ (${a.length} files)`);
+    console.log(`gen/ matches proto/ (${a.length} files), README.md's configuration table matches src/config/settings.ts`);
   }
 } finally {
   fs.rmSync(tmp, { recursive: true, force: true });
