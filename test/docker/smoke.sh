@@ -300,6 +300,8 @@ docker exec "$NAME" test ! -e "/data/sessions/$SID" || fail "the folder of sessi
 ok "session deleted, its folder removed (with a sticky folder in it, mode $mode)"
 
 # rockr, the R client from CRAN, with test/interop/rockr-client.R (user admin/admin as it expects).
+# rockr is where `npm test` installs it: the setup library (r-library).
+export R_LIBS="$PWD/r-library${R_LIBS:+:$R_LIBS}"
 if command -v Rscript >/dev/null 2>&1 && Rscript -e 'quit(status = !requireNamespace("rockr", quietly = TRUE))' >/dev/null 2>&1; then
   if ROCK_URL="$URL" ROCKR_PART=session Rscript --vanilla test/interop/rockr-client.R >"$WORK/rockr.log" 2>&1 &&
      grep -q '^done' "$WORK/rockr.log"; then
@@ -331,5 +333,40 @@ for _ in $(seq 120); do
 done
 [ "$status" = "running healthy" ] || fail "restart on the volume: not healthy ($status)"
 ok "restarted on the same volume: healthy"
+
+# What compose.yaml's container says of quotas and namespaces it cannot have (README "Container").
+logs="$(docker logs "$NAME" 2>&1)"
+echo "$logs" | grep -q 'R sessions have no quotas' || fail "no warning that sessions have no quotas without a writable cgroup"
+echo "$logs" | grep -q "R sessions see the host's whole file system" || fail "no warning that sessions see the host's files without CAP_SYS_ADMIN"
+ok "as compose.yaml runs it: warned, no quotas and the host's files (no writable cgroup, no CAP_SYS_ADMIN)"
+docker rm -f -v "$NAME" >/dev/null
+
+# ---- 4. confined: with what the README's "Container" adds for quotas and namespaces
+say "part 4: quotas and namespaces (+ SYS_ADMIN, the host's cgroup hierarchy read-write)"
+# shellcheck disable=SC2046
+docker run -d --name "$NAME" --label "$LABEL" $(security $CAPS SYS_ADMIN) \
+  --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup:rw -p 127.0.0.1::8085 \
+  -e ROCK_ADMINISTRATOR_NAME=admin -e ROCK_ADMINISTRATOR_PASSWORD=admin -e ROCK_R_SESSION_MEMORY_MB=150 \
+  -e ROCK_R_QUOTAS=required "$IMAGE" >/dev/null
+URL="http://127.0.0.1:$(port_of "$NAME")"
+for _ in $(seq 120); do
+  status="$(docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{end}}' "$NAME")"
+  case "$status" in "running healthy") break ;; running*) sleep 1 ;; *) fail "confined: $status" ;; esac
+done
+[ "$status" = "running healthy" ] || fail "confined: not healthy ($status)"
+logs="$(docker logs "$NAME" 2>&1)"
+! echo "$logs" | grep -q "R sessions see the host's\|R sessions share the host's" || fail "confined: still warned of the host's files: $logs"
+SID="$(curl -fsS -u admin:admin -X POST "$URL/r/sessions" | json_field id)"
+[ -n "$SID" ] || fail "confined: no session"
+USER_AUTH=admin:admin
+group="$(r_eval 'grep("rock-sessions", readLines("/proc/self/cgroup"), value = TRUE)[1]')"
+echo "$group" | grep -q "rock-sessions-.*$SID" || fail "confined: the session is in no group of its own: $group"
+users="$(r_eval 'length(readLines("/etc/passwd"))' | tr -d '[] \n')"
+[ "$users" = 2 ] || fail "confined: the session's /etc/passwd has $users lines, not 2 (root, session)"
+ok "confined: the session in its own group ($group), in a minimal root (passwd: root and session)"
+code="$(curl -s -o "$WORK/oom.json" -w '%{http_code}' -u admin:admin -H 'Content-Type: application/x-rscript' -H 'Accept: application/json' \
+  --data-binary 'x <- numeric(40e6); length(x)' "$URL/r/session/$SID/_eval")"
+[ "$code" = 429 ] && grep -q 'memory limit of 150 MiB reached' "$WORK/oom.json" || fail "confined: past 150 MiB answered $code $(cat "$WORK/oom.json")"
+ok "confined: a session past its 150 MiB ended, 429: $(cat "$WORK/oom.json" | head -c 120)"
 
 echo "PASS: container smoke test"

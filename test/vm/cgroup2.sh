@@ -16,6 +16,12 @@ cd "$(dirname "$0")/../.."
 VM="${ROCK_VM_DIR:-/var/tmp/rock-ts-vm}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 TESTS="${ROCK_VM_TESTS:-test/r/quotas.test.ts test/r/session-namespaces.test.ts}"
+ACCEL_KIND="${ROCK_VM_ACCEL:-tcg}"
+# What the VM runs in /app: the tests, or ROCK_VM_RUN (a shell command, to look into a failure there).
+# Under emulation (tcg) every test but one: `1+1` alone takes ~80 ms there, so its 50 ms bound beside
+# busy sessions says nothing of cgroups (the fair share of CPU, the test after it, still runs).
+if [ "$ACCEL_KIND" = kvm ]; then MOCHA="node node_modules/.bin/mocha"; else MOCHA="node node_modules/.bin/mocha --grep '1\+1 under 50 ms' --invert"; fi
+RUN="${ROCK_VM_RUN:-$MOCHA $TESTS}"
 WORK="$(mktemp -d)"
 
 say() { printf '%s\n' "cgroup2: $*"; }
@@ -59,15 +65,15 @@ fi
 mkdir -p "$WORK/app"
 git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -C "$WORK/app" -xf -
 cp -a node_modules r-library "$WORK/app/"
-printf '%s\n' "$TESTS" >"$WORK/app/.vm-tests"
+printf '%s\n' "$RUN" >"$WORK/app/.vm-run"
 mke2fs -q -t ext4 -d "$WORK/app" "$WORK/app.img" 2G
 rm -rf "$WORK/app"
 
-say "booting (${ROCK_VM_ACCEL:-tcg}, 2 vCPUs, 3 GiB; the root disk is not written: -snapshot)"
+say "booting ($ACCEL_KIND, 2 vCPUs, 3 GiB; the root disk is not written: -snapshot)"
 # ROCK_VM_ACCEL: tcg (the default: emulated, slower, runs anywhere; on this project's machine, a nested
 # KVM hangs the guest kernel at its start) or kvm (without arch-capabilities, which a nested KVM refuses).
 status=0
-case "${ROCK_VM_ACCEL:-tcg}" in
+case "$ACCEL_KIND" in
   kvm) ACCEL=(-enable-kvm -cpu host,-arch-capabilities) ;;
   *) ACCEL=(-accel tcg,thread=multi -cpu max) ;;
 esac
@@ -75,9 +81,10 @@ timeout 1800 qemu-system-x86_64 "${ACCEL[@]}" -smp 2 -m 3072 -nographic -no-rebo
   -kernel "$VM/vmlinuz" -initrd "$VM/initrd.img" \
   -append "console=ttyS0 root=/dev/vda rw init=/rock-vm-init panic=-1 quiet" \
   -drive "file=$VM/root.img,if=virtio,format=raw" -drive "file=$WORK/app.img,if=virtio,format=raw" \
-  </dev/null >"$WORK/console.log" 2>&1 || status=$?
-tr -d '\r' <"$WORK/console.log" | sed -n '/^ROCK-VM-BEGIN/,/^ROCK-VM-EXIT/p'
-[ "$status" = 0 ] || { tail -30 "$WORK/console.log" >&2; fail "qemu ended with $status"; }
-grep -q '^ROCK-VM-EXIT 0' <(tr -d '\r' <"$WORK/console.log") || fail "the tests failed in the VM (above)"
-! grep -q 'pending' "$WORK/console.log" || fail "tests were skipped in the VM (above): cgroup v2 was not used"
+  </dev/null 2>&1 | tr -d '\r' >"$VM/console.log" || status=$?
+# The console's escape sequences may precede the first line.
+sed -n 's/.*\(ROCK-VM-BEGIN\)/\1/; /ROCK-VM-BEGIN/,/ROCK-VM-EXIT/p' "$VM/console.log"
+[ "$status" = 0 ] || { tail -30 "$VM/console.log" >&2; fail "qemu ended with $status"; }
+grep -q 'ROCK-VM-EXIT 0$' "$VM/console.log" || fail "the tests failed in the VM (above; whole console: $VM/console.log)"
+! grep -q 'pending' "$VM/console.log" || fail "tests were skipped in the VM (above): cgroup v2 was not used"
 say "PASS"

@@ -4,6 +4,7 @@
  * namespace with loopback only. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
@@ -15,7 +16,6 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <R.h>
 #include <Rinternals.h>
@@ -86,17 +86,15 @@ static SEXP private_tmp(SEXP keep_) {
   return R_NilValue;
 }
 
-/* A root of the session's own, built in a tmpfs: only the paths asked for, bound at their own paths
- * (read-only, or writable for the session's folder), symlinks among them recreated, a few files
- * written (a passwd naming only root and the session), the device nodes R uses, a /proc showing only
- * the session's own processes, and private temporary folders. The old root is then detached: nothing
- * else of the host's files is reachable, whatever the uid's permissions there. */
+/* A view of the file system of the session's own, made in place: every folder at the top of / that
+ * holds no kept path is covered by an empty tmpfs (a file there by /dev/null); one that holds some is
+ * covered too and the kept paths are bound back at their own paths (read-only, or writable for the
+ * session's folder; symlinks among them recreated); a few files are written (a passwd naming only root
+ * and the session); /dev holds the device nodes R uses; /proc shows only the session's own processes;
+ * /tmp, /var/tmp and /dev/shm are private. Covering needs only mount(2), which a container with
+ * CAP_SYS_ADMIN may call (Docker's default seccomp profile refuses pivot_root). What lies under a cover
+ * stays out of reach: uncovering takes CAP_SYS_ADMIN, which the session has dropped before it runs code. */
 #define ROOT_PATHS 128
-/* Where the new root is built: a tmpfs over one of these folders in this namespace, the first that is
- * none of the kept paths nor holds one (a bind of a folder holding it would bring the new root into
- * itself). What it hides is reached through descriptors opened before. */
-static const char *const STAGES[] = {"/mnt", "/media", "/srv", "/opt", "/tmp", "/var/tmp", "/run"};
-static const char *stage;
 
 struct kept {
   const char *path;
@@ -110,17 +108,17 @@ struct root {
   int n;
 };
 
-static int kept_at(const struct root *root, const char *path) {
+static const struct kept *kept_at(const struct root *root, const char *path) {
   for (int i = 0; i < root->n; i++)
-    if (strcmp(root->paths[i].path, path) == 0) return 1;
-  return 0;
+    if (strcmp(root->paths[i].path, path) == 0) return &root->paths[i];
+  return NULL;
 }
 
 /* Notes a path to keep (absent ones are skipped: a host without /lib64, say); a symlink is kept as a
- * symlink, and what it finally points to is kept too. */
+ * symlink, and what it finally points to is kept too. Opened now: covering hides it. */
 static void keep_path(struct root *root, const char *path, int writable) {
   struct stat st;
-  if (path[0] != '/' || kept_at(root, path) || lstat(path, &st) != 0) return;
+  if (path[0] != '/' || strcmp(path, "/") == 0 || kept_at(root, path) != NULL || lstat(path, &st) != 0) return;
   if (root->n == ROOT_PATHS) error("rocksandbox: more than %d paths to keep", ROOT_PATHS);
   struct kept *k = &root->paths[root->n];
   k->path = path;
@@ -146,13 +144,6 @@ static int shorter_first(const void *a, const void *b) {
   return (int)strlen(((const struct kept *)a)->path) - (int)strlen(((const struct kept *)b)->path);
 }
 
-/* `path` inside the new root. */
-static const char *staged(const char *path) {
-  static char buf[PATH_MAX];
-  if (snprintf(buf, sizeof buf, "%s%s", stage, path) >= (int)sizeof buf) error("rocksandbox: path too long: %s", path);
-  return buf;
-}
-
 static void make_parent(const char *path) {
   char parent[PATH_MAX];
   strcpy(parent, path);
@@ -167,7 +158,7 @@ static void make_parent(const char *path) {
 static void bind_at(const char *source, const char *target, int is_dir, unsigned long flags) {
   if (is_dir) {
     if (make_path(target) != 0) error("rocksandbox: cannot make %s: %s", target, strerror(errno));
-  } else {
+  } else if (access(target, F_OK) != 0) {
     make_parent(target);
     int fd = open(target, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
     if (fd < 0) error("rocksandbox: cannot make %s: %s", target, strerror(errno));
@@ -175,6 +166,12 @@ static void bind_at(const char *source, const char *target, int is_dir, unsigned
   }
   if (mount(source, target, NULL, MS_BIND | MS_REC, NULL) != 0) error("rocksandbox: bind %s: %s", target, strerror(errno));
   if (flags != 0 && mount(NULL, target, NULL, MS_BIND | MS_REMOUNT | flags, NULL) != 0) error("rocksandbox: remount %s: %s", target, strerror(errno));
+}
+
+static void cover(const char *path, const char *mode) {
+  char options[32];
+  snprintf(options, sizeof options, "mode=%s", mode);
+  if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options) != 0) error("rocksandbox: tmpfs on %s: %s", path, strerror(errno));
 }
 
 static void write_file(const char *path, const char *content) {
@@ -189,6 +186,31 @@ static void write_file(const char *path, const char *content) {
 
 static const char *const DEVICES[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"};
 
+/* Covers what of the top of / holds nothing kept, or only some of what it holds; a folder kept whole
+ * stays, a top-level symlink too (what it points to is covered or kept on its own). */
+static void cover_top(const struct root *root, int null_fd) {
+  DIR *dir = opendir("/");
+  if (dir == NULL) error("rocksandbox: opendir /: %s", strerror(errno));
+  struct dirent *e;
+  char path[PATH_MAX];
+  while ((e = readdir(dir)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    snprintf(path, sizeof path, "/%s", e->d_name);
+    /* /proc and /dev get their own below. */
+    if (strcmp(path, "/proc") == 0 || strcmp(path, "/dev") == 0 || kept_at(root, path) != NULL) continue;
+    struct stat st;
+    if (lstat(path, &st) != 0 || S_ISLNK(st.st_mode)) continue;
+    if (S_ISDIR(st.st_mode)) {
+      cover(path, "0755");
+    } else {
+      char source[64];
+      snprintf(source, sizeof source, "/proc/self/fd/%d", null_fd);
+      if (mount(source, path, NULL, MS_BIND, NULL) != 0) error("rocksandbox: cover %s: %s", path, strerror(errno));
+    }
+  }
+  closedir(dir);
+}
+
 static SEXP minimal_root(SEXP read_only_, SEXP read_write_, SEXP files_, SEXP private_tmp_) {
   struct root *root = (struct root *)R_alloc(1, sizeof(struct root));
   root->n = 0;
@@ -198,20 +220,13 @@ static SEXP minimal_root(SEXP read_only_, SEXP read_write_, SEXP files_, SEXP pr
   for (int i = 0; i < LENGTH(read_only_); i++) keep_path(root, CHAR(STRING_ELT(read_only_, i)), 0);
   int devices[sizeof DEVICES / sizeof *DEVICES];
   for (size_t d = 0; d < sizeof DEVICES / sizeof *DEVICES; d++) devices[d] = open(DEVICES[d], O_PATH | O_CLOEXEC);
+  if (devices[0] < 0) error("rocksandbox: no /dev/null: %s", strerror(errno));
 
-  stage = NULL;
-  for (size_t c = 0; c < sizeof STAGES / sizeof *STAGES && stage == NULL; c++) {
-    int clear = is_dir(STAGES[c]);
-    for (int i = 0; i < root->n && clear; i++) clear = strcmp(root->paths[i].path, STAGES[c]) != 0 && !below(root->paths[i].path, STAGES[c]);
-    if (clear) stage = STAGES[c];
-  }
-  if (stage == NULL) error("rocksandbox: no folder to build a root in");
-  if (mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) error("rocksandbox: tmpfs for the root: %s", strerror(errno));
+  cover_top(root, devices[0]);
   if (asLogical(private_tmp_) == TRUE) {
     for (size_t t = 0; t < sizeof TEMPORARY / sizeof *TEMPORARY; t++) {
-      const char *at = staged(TEMPORARY[t]);
-      if (make_path(at) != 0) error("rocksandbox: cannot make %s: %s", at, strerror(errno));
-      if (mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) error("rocksandbox: tmpfs on %s: %s", TEMPORARY[t], strerror(errno));
+      if (make_path(TEMPORARY[t]) != 0) error("rocksandbox: cannot make %s: %s", TEMPORARY[t], strerror(errno));
+      cover(TEMPORARY[t], "1777");
     }
   }
   /* Parents before what lies inside them; what lies inside a folder bound the same way is there already. */
@@ -221,10 +236,11 @@ static SEXP minimal_root(SEXP read_only_, SEXP read_write_, SEXP files_, SEXP pr
     int inside = 0;
     for (int j = 0; j < i && !inside; j++) inside = root->paths[j].link == NULL && root->paths[j].writable == k->writable && below(k->path, root->paths[j].path);
     if (inside) continue;
-    const char *at = staged(k->path);
     if (k->link != NULL) {
-      make_parent(at);
-      if (symlink(k->link, at) != 0) error("rocksandbox: symlink %s: %s", k->path, strerror(errno));
+      /* A top-level symlink was left as it is; one below was covered with its folder. */
+      if (strchr(k->path + 1, '/') == NULL) continue;
+      make_parent(k->path);
+      if (symlink(k->link, k->path) != 0 && errno != EEXIST) error("rocksandbox: symlink %s: %s", k->path, strerror(errno));
       continue;
     }
     struct stat st;
@@ -232,33 +248,33 @@ static SEXP minimal_root(SEXP read_only_, SEXP read_write_, SEXP files_, SEXP pr
     char source[64];
     snprintf(source, sizeof source, "/proc/self/fd/%d", k->fd);
     /* No set-user-id program or device of the host's works from what the session can reach. */
-    bind_at(source, at, S_ISDIR(st.st_mode), MS_NOSUID | MS_NODEV | (k->writable ? 0 : MS_RDONLY));
+    bind_at(source, k->path, S_ISDIR(st.st_mode), MS_NOSUID | MS_NODEV | (k->writable ? 0 : MS_RDONLY));
   }
   SEXP names = getAttrib(files_, R_NamesSymbol);
-  for (int i = 0; i < LENGTH(files_); i++) write_file(staged(CHAR(STRING_ELT(names, i))), CHAR(STRING_ELT(files_, i)));
+  for (int i = 0; i < LENGTH(files_); i++) write_file(CHAR(STRING_ELT(names, i)), CHAR(STRING_ELT(files_, i)));
+
+  /* /dev: the device nodes R uses, and its shared memory (private above, or the host's kept). */
+  int dev_shm = open("/dev/shm", O_PATH | O_CLOEXEC);
+  cover("/dev", "0755");
   for (size_t d = 0; d < sizeof DEVICES / sizeof *DEVICES; d++) {
     if (devices[d] < 0) continue;
     char source[64];
     snprintf(source, sizeof source, "/proc/self/fd/%d", devices[d]);
-    bind_at(source, staged(DEVICES[d]), 0, 0);
+    bind_at(source, DEVICES[d], 0, 0);
     close(devices[d]);
   }
   static const char *const LINKS[][2] = {{"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"}, {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"}};
   for (size_t l = 0; l < sizeof LINKS / sizeof *LINKS; l++)
-    if (symlink(LINKS[l][1], staged(LINKS[l][0])) != 0 && errno != EEXIST) error("rocksandbox: symlink %s: %s", LINKS[l][0], strerror(errno));
+    if (symlink(LINKS[l][1], LINKS[l][0]) != 0) error("rocksandbox: symlink %s: %s", LINKS[l][0], strerror(errno));
+  if (dev_shm >= 0) {
+    char source[64];
+    snprintf(source, sizeof source, "/proc/self/fd/%d", dev_shm);
+    bind_at(source, "/dev/shm", 1, 0);
+    close(dev_shm);
+  }
   /* A /proc of its own that lists only the processes of the session's uid (hidepid); a host that
-   * refuses a new one gets the host's. */
-  const char *proc = staged("/proc");
-  if (make_path(proc) != 0) error("rocksandbox: cannot make /proc: %s", strerror(errno));
-  if (mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") != 0 && mount("/proc", proc, NULL, MS_BIND | MS_REC, NULL) != 0)
-    error("rocksandbox: /proc: %s", strerror(errno));
-
-  if (chdir(stage) != 0) error("rocksandbox: chdir: %s", strerror(errno));
-  /* The old root stacked under the new one, then detached: nothing of it stays reachable. */
-  if (syscall(SYS_pivot_root, ".", ".") != 0) error("rocksandbox: pivot_root: %s", strerror(errno));
-  if (umount2(".", MNT_DETACH) != 0) error("rocksandbox: detach the old root: %s", strerror(errno));
-  if (chdir("/") != 0) error("rocksandbox: chdir /: %s", strerror(errno));
-  if (mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0) error("rocksandbox: read-only root: %s", strerror(errno));
+   * refuses a new one keeps its own. Last: the binds above go through /proc/self/fd. */
+  mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2");
   for (int i = 0; i < root->n; i++)
     if (root->paths[i].fd >= 0) close(root->paths[i].fd);
   return R_NilValue;
