@@ -1,6 +1,9 @@
 import type { Socket } from "node:net";
 import { StringDecoder } from "node:string_decoder";
-import { Answer, DRAIN, FrameReader, isLive, Marker, MARKER_LEAD, ONE_READ, type Frame } from "./protocol.js";
+import { decodeFields, onlyField } from "./fields.js";
+import { FrameReader, ProtocolError, type Frame } from "./frames.js";
+import { DRAIN, isLive } from "./protocol.js";
+import { FROM_SESSION, lettersOf, MARKER, MARKER_LEAD, ONE_READ, type Letter } from "./protocol-table.js";
 import { SESSION_ENDED } from "./errors.js";
 import { signalProcess } from "./signals.js";
 
@@ -19,15 +22,17 @@ export type Outcome =
 
 const ENDED: Outcome = { ok: false, error: SESSION_ENDED, ended: true };
 
+type Answer = Frame<Letter<typeof FROM_SESSION>>;
+
 interface Running {
-  /** A live request (Request.live): its events are framed and ordered by markers, its output streamed. */
+  /** A live request (a live evaluation's letter): its events are framed and ordered by markers, its output streamed. */
   readonly live: boolean;
   /** Live: R has not sent the start marker yet, so output still belongs to earlier requests. */
   awaitingStart: boolean;
   readonly sink: EventSink | undefined;
   readonly resolve: (outcome: Outcome) => void;
   /** Frames of the main socket not released yet: each waits for its marker on the output stream. */
-  readonly frames: Frame[];
+  readonly frames: Answer[];
   /** Output text and markers (null) not released yet: text after a marker waits for that marker's frame. */
   readonly output: Array<string | null>;
   /** R has read the request and evaluates it (its start marker came). */
@@ -46,7 +51,7 @@ interface Running {
  * queue guarantees it).
  */
 export class RChild {
-  private readonly frames = new FrameReader();
+  private readonly frames = new FrameReader(lettersOf(FROM_SESSION));
   private readonly decoder = new StringDecoder("utf8");
   private running: Running | undefined;
   private drainFirst = false;
@@ -61,7 +66,7 @@ export class RChild {
     private readonly out: Socket,
     private readonly log: (text: string) => void,
   ) {
-    main.on("data", (chunk: Buffer) => this.onFrames(this.frames.push(chunk)));
+    main.on("data", (chunk: Buffer) => this.onMain(chunk));
     out.on("data", (chunk: Buffer) => this.onOutput(chunk));
     for (const socket of [main, out]) {
       socket.on("error", () => this.onEnd());
@@ -76,7 +81,7 @@ export class RChild {
   /** Hands over bytes read with the greeting, then lets the sockets flow. */
   start(mainRest: Buffer | undefined, outRest: Buffer | undefined): void {
     if (outRest) this.onOutput(outRest);
-    if (mainRest) this.onFrames(this.frames.push(mainRest));
+    if (mainRest) this.onMain(mainRest);
     this.main.resume();
     this.out.resume();
   }
@@ -138,7 +143,21 @@ export class RChild {
     signalProcess(this.pid, name);
   }
 
-  private onFrames(frames: Frame[]): void {
+  private onMain(chunk: Buffer): void {
+    try {
+      this.onFrames(this.frames.push(chunk));
+    } catch (error) {
+      this.broken(error);
+    }
+  }
+
+  /** R broke the protocol (a frame of another direction's, a malformed field): the session is not to be trusted. */
+  private broken(error: unknown): void {
+    if (!(error instanceof ProtocolError)) throw error;
+    this.kill();
+  }
+
+  private onFrames(frames: Answer[]): void {
     const running = this.running;
     if (!running) return;
     if (running.live) {
@@ -168,12 +187,17 @@ export class RChild {
       this.marker(chunk[lead + 1]!);
       start = lead + 2;
     }
-    if (this.running) this.release(this.running);
+    if (!this.running) return;
+    try {
+      this.release(this.running);
+    } catch (error) {
+      this.broken(error);
+    }
   }
 
   private marker(type: number): void {
-    if (type === Marker.start) this.started();
-    else if (type === Marker.eval || type === Marker.sync) this.running?.output.push(null);
+    if (type === MARKER.start) this.started();
+    else if (type === MARKER.eval || type === MARKER.sync) this.running?.output.push(null);
   }
 
   private started(): void {
@@ -208,23 +232,23 @@ export class RChild {
       const frame = running.frames.shift();
       if (!frame) return;
       running.output.shift();
-      if (frame.type === Answer.message) this.event(running, "message", frame.payload);
-      else if (frame.type === Answer.warning) this.event(running, "warning", frame.payload);
+      if (frame.type === FROM_SESSION.message.letter) this.event(running, "message", decodeFields(FROM_SESSION.message, frame.payload).text);
+      else if (frame.type === FROM_SESSION.warning.letter) this.event(running, "warning", decodeFields(FROM_SESSION.warning, frame.payload).text);
       else return this.answer(frame);
     }
   }
 
   /** The value or error frame that ends a request; anything else breaks the protocol. */
-  private answer(frame: Frame): void {
+  private answer(frame: Answer): void {
     const { type, payload } = frame;
-    if (type === Answer.value) this.finish({ ok: true, value: payload });
-    else if (type === Answer.text && payload[payload.length - 1] === 0) this.finish({ ok: true, value: payload.subarray(0, -1) });
-    else if (type === Answer.error) this.finish({ ok: false, error: payload.toString("utf8") });
+    const json = type === FROM_SESSION.json.letter ? onlyField(payload) : undefined;
+    if (json) this.finish({ ok: true, value: json });
+    else if (type === FROM_SESSION.value.letter) this.finish({ ok: true, value: payload });
+    else if (type === FROM_SESSION.error.letter) this.finish({ ok: false, error: decodeFields(FROM_SESSION.error, payload).error });
     else this.kill();
   }
 
-  private event(running: Running, kind: "message" | "warning", payload: Buffer): void {
-    const text = payload.toString("utf8");
+  private event(running: Running, kind: "message" | "warning", text: string): void {
     this.log(kind === "warning" ? `Warning: ${text}\n` : text);
     running.sink?.({ kind, text });
   }

@@ -7,18 +7,10 @@ import { RChild } from "./child.js";
 import { sessionEnvironment } from "./confine/environment.js";
 import { loopbackPeerUid } from "./confine/peer.js";
 import { notRunning } from "./errors.js";
-import {
-  Answer,
-  decodeServerGreeting,
-  decodeSessionGreeting,
-  forkFrame,
-  FrameReader,
-  MAX_GREETING_PAYLOAD,
-  PING,
-  versionFrame,
-  type Frame,
-  type SessionIdentity,
-} from "./protocol.js";
+import { decodeFields } from "./fields.js";
+import { FrameReader, MAX_GREETING_PAYLOAD, ProtocolError, type Frame } from "./frames.js";
+import { forkFrame, PING, versionFrame, type SessionIdentity, type ValueFormat } from "./protocol.js";
+import { FROM_SERVER, FROM_SESSION, lettersOf, type Letter } from "./protocol-table.js";
 import { signalGroup, signalProcess } from "./signals.js";
 
 const WORKER_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "worker.R");
@@ -54,10 +46,17 @@ interface PendingFork {
   readonly reject: (error: Error) => void;
 }
 
+type ServerFrame = Frame<Letter<typeof FROM_SERVER>>;
+
 interface Reply {
-  readonly resolve: (frame: Frame) => void;
+  readonly resolve: (frame: ServerFrame) => void;
   readonly reject: (error: Error) => void;
 }
+
+/** The first frame of the control socket. */
+const SERVER_GREETINGS = [FROM_SERVER.ready.letter, FROM_SERVER.refused.letter];
+/** The first frame of a session's sockets. */
+const SESSION_GREETINGS = [FROM_SESSION.main.letter, FROM_SESSION.output.letter];
 
 /**
  * R builds .libPaths() at start from R_LIBS (then R_LIBS_USER, the site and the default libraries), and
@@ -113,9 +112,15 @@ export class RServerProcess {
       else proc.once("exit", done);
     });
     listener.on("connection", (socket) => this.greet(socket));
-    const reader = new FrameReader();
+    const reader = new FrameReader(lettersOf(FROM_SERVER));
     control.on("data", (chunk: Buffer) => {
-      for (const frame of reader.push(chunk)) this.replies.shift()?.resolve(frame);
+      try {
+        for (const frame of reader.push(chunk)) this.replies.shift()?.resolve(frame);
+      } catch (error) {
+        if (!(error instanceof ProtocolError)) throw error;
+        options.log(`The R server broke the protocol (${error.message}): it is stopped\n`);
+        this.killGroup();
+      }
     });
     control.on("close", () => this.failAll(notRunning()));
     control.on("error", () => undefined);
@@ -154,21 +159,16 @@ export class RServerProcess {
         child.once("error", fail);
         child.once("exit", (code) => fail(new Error(`R server exited during start (code ${code})`)));
         listener.once("connection", (socket: Socket) => {
-          readGreeting(socket).then(({ frame }) => {
-            const greeting = decodeServerGreeting(frame);
-            if (!greeting || !sameSecret(greeting.token, token)) {
+          serverHello(socket, token).then(
+            (hello) => {
+              clearTimeout(timer);
+              resolve({ socket, hello });
+            },
+            (error: Error) => {
               socket.destroy();
-              fail(new Error("R server failed to authenticate"));
-              return;
-            }
-            if (!greeting.ok) {
-              socket.destroy();
-              fail(new Error(greeting.error));
-              return;
-            }
-            clearTimeout(timer);
-            resolve({ socket, hello: { version: greeting.version, pid: greeting.pid } });
-          }, fail);
+              fail(error);
+            },
+          );
         });
       });
       const server = new RServerProcess(options, listener, child, socket, hello);
@@ -216,9 +216,9 @@ export class RServerProcess {
         },
         reject: fail,
       });
-      const request = forkFrame(identity ? { token, workDir, tmpDir, identity } : { token, workDir, tmpDir });
-      this.request(request).then((reply) => {
-        if (reply.type === Answer.error) fail(new Error(`R server could not fork: ${reply.payload.toString("utf8")}`));
+      this.request(forkFrame({ token, workDir, tmpDir }, identity)).then((reply) => {
+        if (reply.type === FROM_SERVER.forkFailed.letter) fail(new Error(`R server could not fork: ${decodeFields(FROM_SERVER.forkFailed, reply.payload).error}`));
+        else if (reply.type !== FROM_SERVER.forked.letter) fail(new Error(`R server answered a fork with frame ${reply.type}`));
       }, fail);
     });
   }
@@ -229,8 +229,9 @@ export class RServerProcess {
   }
 
   /** R.version as JSON (a plain list) or as R serialization. */
-  async versionValue(format: "json" | "rds"): Promise<Buffer> {
+  async versionValue(format: ValueFormat): Promise<Buffer> {
     const reply = await this.request(versionFrame(format));
+    if (reply.type !== FROM_SERVER.version.letter) throw new Error(`R server answered a version request with frame ${reply.type}`);
     return reply.payload;
   }
 
@@ -253,7 +254,7 @@ export class RServerProcess {
     if (this.proc.pid) signalGroup(this.proc.pid, "SIGKILL");
   }
 
-  private request(frame: Buffer): Promise<Frame> {
+  private request(frame: Buffer): Promise<ServerFrame> {
     if (this.hasExited || this.control.destroyed) return Promise.reject(notRunning());
     return new Promise((resolve, reject) => {
       this.replies.push({ resolve, reject });
@@ -268,11 +269,11 @@ export class RServerProcess {
 
   private greet(socket: Socket): void {
     const acceptedAt = performance.now();
-    readGreeting(socket)
+    readGreeting(socket, SESSION_GREETINGS)
       .then(async ({ frame, rest }) => {
-        const greeting = decodeSessionGreeting(frame);
-        const pending = greeting && this.forks.get(greeting.token);
-        if (!greeting || !pending) {
+        const greeting = frame.type === FROM_SESSION.main.letter ? { socket: "main" as const, ...decodeFields(FROM_SESSION.main, frame.payload) } : { socket: "output" as const, ...decodeFields(FROM_SESSION.output, frame.payload) };
+        const pending = this.forks.get(greeting.token);
+        if (!pending) {
           socket.destroy();
           return;
         }
@@ -297,19 +298,33 @@ export class RServerProcess {
   }
 }
 
-interface Greeting {
-  readonly frame: Frame;
+/** Who the R server is, from its greeting; rejects with why it cannot start, or when it is not the server started. */
+async function serverHello(socket: Socket, token: string): Promise<{ version: string; pid: number }> {
+  try {
+    const { frame } = await readGreeting(socket, SERVER_GREETINGS);
+    const greeting = frame.type === FROM_SERVER.ready.letter ? decodeFields(FROM_SERVER.ready, frame.payload) : decodeFields(FROM_SERVER.refused, frame.payload);
+    if (!sameSecret(greeting.token, token)) throw new Error("R server failed to authenticate");
+    if ("error" in greeting) throw new Error(greeting.error);
+    return { version: greeting.version, pid: greeting.pid };
+  } catch (error) {
+    if (error instanceof ProtocolError) throw new Error(`R server failed to authenticate: ${error.message}`);
+    throw error;
+  }
+}
+
+interface Greeting<L extends Letter<typeof FROM_SERVER> | Letter<typeof FROM_SESSION>> {
+  readonly frame: Frame<L>;
   /** Bytes that followed the greeting frame. */
   readonly rest: Buffer | undefined;
 }
 
-/** The first frame of a loopback connection; the socket is left paused for its new owner. */
-function readGreeting(socket: Socket): Promise<Greeting> {
+/** The first frame of a loopback connection, one of `letters`; the socket is left paused for its new owner. */
+function readGreeting<L extends Letter<typeof FROM_SERVER> | Letter<typeof FROM_SESSION>>(socket: Socket, letters: readonly L[]): Promise<Greeting<L>> {
   socket.setNoDelay(true);
   return new Promise((resolve, reject) => {
-    const reader = new FrameReader(MAX_GREETING_PAYLOAD);
+    const reader = new FrameReader(letters, MAX_GREETING_PAYLOAD);
     const timer = setTimeout(() => finish(new Error("no greeting")), GREETING_TIMEOUT_MS);
-    const finish = (error: Error | undefined, greeting?: Greeting): void => {
+    const finish = (error: Error | undefined, greeting?: Greeting<L>): void => {
       clearTimeout(timer);
       socket.off("data", onData);
       socket.off("error", finish);
@@ -320,12 +335,12 @@ function readGreeting(socket: Socket): Promise<Greeting> {
     };
     const onClose = (): void => finish(new Error("closed before greeting"));
     const onData = (chunk: Buffer): void => {
-      let frame: Frame | undefined;
+      let frame: Frame<L> | undefined;
       try {
         [frame] = reader.push(chunk, 1);
-      } catch {
-        // FrameReader throws only for a frame over its limit.
-        return finish(new Error("greeting too large"));
+      } catch (error) {
+        // A frame over the limit, or not a greeting.
+        return finish(error instanceof Error ? error : new Error(String(error)));
       }
       if (frame) finish(undefined, { frame, rest: reader.takeRest() });
     };

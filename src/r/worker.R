@@ -1,9 +1,9 @@
 # The R side of the engine: one R server process that forks a child per session.
 #
-# Node writes four lines on stdin (loopback port, secret token, 1 when sessions are isolated, the path
-# of the administrator's R profile or nothing), the server connects back and then answers control
-# frames. Every frame is: type (1 ASCII byte) + payload length (uint32, big endian) + payload. The
-# protocol (sockets, frames, markers, interrupts) is described at the top of src/r/protocol.ts.
+# Node writes five lines on stdin (loopback port, secret token, 1 when sessions are isolated, the path
+# of the administrator's R profile or nothing, the setup library or nothing), the server connects back
+# and then answers control frames. The frames are listed in src/r/protocol-table.ts, and their use
+# (sockets, markers, interrupts) is described at the top of src/r/protocol.ts.
 # Everything lives inside local() so that a session's global environment starts empty.
 #
 # The server itself runs as the service's user and runs no user code (the administrator's R profile
@@ -11,39 +11,56 @@
 # session's uid/gid (package `unix`) before it connects back, so no user code ever runs with the
 # server's rights.
 local({
-  # The protocol's letters and markers, named once: they mirror src/r/protocol.ts (Request, Answer,
-  # Greeting, Marker, FormatByte, SourceByte), and test/r/protocol.test.ts fails when they disagree.
-  request_eval <- "E"
-  request_live <- "L"
-  request_assign <- "A"
-  request_drain <- "D"
-  request_fork <- "F"
-  request_ping <- "P"
-  request_version <- "Q"
-  answer_value <- "V"
-  answer_text <- "T"
-  answer_error <- "X"
-  answer_message <- "M"
-  answer_warning <- "W"
-  answer_forked <- "F"
-  answer_pong <- "P"
-  greeting_server <- "S"
-  greeting_main <- "C"
-  greeting_output <- "O"
-  # NUL + a type byte: printed text can hold any other byte (cat("\001") prints byte 1) but never NUL,
-  # which R strings cannot contain.
+  # Made from src/r/protocol-table.ts by `npm run gen`: edit the table there, not these lines.
+  # A frame: its letter, the payload's length (uint32, big endian), the payload: its fields, each a text
+  # ended by a NUL, in the order of <frame>_fields (a frame of one field is that field), then its body.
+  header_bytes <- 5L
+  # R reads a socket 4096 bytes at a time: a request frame up to this size is taken in one read, even
+  # behind a drain frame.
+  one_read <- 4091L
+  # Node -> the R server (control socket)
+  to_server_fork <- "F" # fork a session (answered by forked or forkFailed)
+  to_server_fork_fields <- c("token", "work_dir", "tmp_dir")
+  to_server_fork_as <- "I" # fork a session that confines itself and becomes uid/gid before it connects (an isolated server forks no other)
+  to_server_fork_as_fields <- c("token", "work_dir", "tmp_dir", "uid", "gid", "memory_bytes", "processes", "private_tmp", "network", "filesystem")
+  to_server_ping <- "P" # answered by pong
+  to_server_version <- "Q" # R.version (a plain list for JSON); field: format
+  # The R server -> Node (control socket)
+  from_server_ready <- "S" # greeting: the server started
+  from_server_ready_fields <- c("token", "version", "pid")
+  from_server_refused <- "N" # greeting: the server cannot start, and why
+  from_server_refused_fields <- c("token", "error")
+  from_server_forked <- "K" # the session's pid; field: pid
+  from_server_fork_failed <- "Y" # why no session was forked; field: error
+  from_server_pong <- "G" # the answer to ping
+  from_server_version <- "U" # R.version; body: JSON text or R serialization, as asked
+  # Node -> a session (main socket)
+  to_session_eval_json <- "E" # evaluate, answer JSON; body: the script (UTF-8)
+  to_session_eval_rds <- "R" # evaluate, answer R serialization; body: the script (UTF-8)
+  to_session_live_json <- "L" # evaluate live, answer JSON; body: the script (UTF-8)
+  to_session_live_rds <- "B" # evaluate live, answer R serialization; body: the script (UTF-8)
+  to_session_assign <- "A" # assign the value of the body to symbol; body: the script (UTF-8) or the R serialization
+  to_session_assign_fields <- c("source", "symbol")
+  to_session_drain <- "D" # consume a SIGINT that landed after the evaluation it aimed at; not answered
+  # A session -> Node (main and output sockets)
+  from_session_main <- "C" # greeting of the main socket
+  from_session_main_fields <- c("token", "pid")
+  from_session_output <- "O" # greeting of the output socket, which then carries printed text and markers; field: token
+  from_session_value <- "V" # a value: R serialization, or nothing (an assignment); body: the value
+  from_session_json <- "T" # a value as JSON; field: json
+  from_session_error <- "X" # the request failed; field: error
+  from_session_message <- "M" # a message of a live evaluation; field: text
+  from_session_warning <- "W" # a warning of a live evaluation; field: text
+  # Markers on a session's output stream: a byte printed text never holds, then the marker's type.
   marker_eval <- as.raw(c(0L, 0L))
   marker_sync <- as.raw(c(0L, 1L))
   marker_start <- as.raw(c(0L, 2L))
-  # The first byte of a payload: how a value is answered, and what an assignment assigns (R tests for
-  # rds and rdata only, anything else is json or a script).
-  format_json <- "j"
-  format_rds <- "r"
-  source_script <- "x"
-  source_rdata <- "r"
-  # R reads a socket 4096 bytes at a time: a request frame up to this size is taken in one read, even
-  # behind a drain frame (5 bytes). Node uses the same figure (ONE_READ).
-  one_read <- 4091L
+  # The words of the fields that hold one of a few, by name.
+  network_words <- c(host = "host", none = "none")
+  filesystem_words <- c(minimal = "minimal", host = "host")
+  format_words <- c(json = "json", rds = "rds")
+  source_words <- c(script = "script", rdata = "rdata")
+  # End of the lines made from src/r/protocol-table.ts.
 
   stdin_con <- file("stdin")
   open(stdin_con)
@@ -76,8 +93,8 @@ local({
   }
 
   read_frame <- function(con) {
-    header <- readBin(con, "raw", 5L)
-    if (length(header) < 5L) return(NULL)
+    header <- readBin(con, "raw", header_bytes)
+    if (length(header) < header_bytes) return(NULL)
     n <- sum(as.integer(header[2:5]) * c(16777216, 65536, 256, 1))
     list(type = rawToChar(header[1L]), payload = if (n > 0) readBin(con, "raw", n) else raw(0L))
   }
@@ -92,25 +109,23 @@ local({
     c(charToRaw(type), as.raw(c(n %/% 16777216, (n %/% 65536) %% 256, (n %/% 256) %% 256, n %% 256)))
   }
 
-  # A payload is raw bytes, or UTF-8 text (a JSON value) written as it is, never copied into raw.
-  payload_raw <- function(payload) if (is.character(payload)) charToRaw(payload) else payload
-  payload_size <- function(payload) if (is.character(payload)) nchar(payload, type = "bytes") else length(payload)
-
   # A frame is sent whole in one write, so Nagle's algorithm never holds its tail back.
-  frame_bytes <- function(type, payload) c(frame_header(type, payload_size(payload)), payload_raw(payload))
+  frame_bytes <- function(type, payload) c(frame_header(type, length(payload)), payload)
 
   # An answer's frame as the parts to write: one for a small payload (see frame_bytes), the header and
   # the payload itself for a large one, which copying behind its header would cost more than a write.
-  # A large text (a JSON value) goes as a T frame: writeBin() sends a string straight from R's memory
-  # and ends it with a NUL, which Node drops. writeChar() would count its characters and copy it into
-  # R's heap first, and charToRaw() copy it too: for a 4 MB answer that was 20-50 ms (a copy's
+  # JSON text is the one field of a json frame: writeBin() sends a large string straight from R's
+  # memory and ends it with the NUL that ends the field. writeChar() would count its characters and copy
+  # it into R's heap first, and charToRaw() copy it too: for a 4 MB answer that was 20-50 ms (a copy's
   # allocation can start a full collection), more than sending it.
   big_payload <- 65536L
-  frame_parts <- function(type, payload) {
-    n <- payload_size(payload)
-    if (n < big_payload) list(frame_bytes(type, payload))
-    else if (is.character(payload)) list(frame_header(answer_text, n + 1L), payload)
-    else list(frame_header(type, n), payload)
+  value_parts <- function(value) {
+    if (is.character(value)) {
+      n <- nchar(value, type = "bytes")
+      if (n < big_payload) list(c(frame_header(from_session_json, n + 1L), charToRaw(value), nul))
+      else list(frame_header(from_session_json, n + 1L), value)
+    } else if (length(value) < big_payload) list(frame_bytes(from_session_value, value))
+    else list(frame_header(from_session_value, length(value)), value)
   }
 
   write_part <- function(con, part) writeBin(part, con, useBytes = TRUE)
@@ -132,14 +147,19 @@ local({
     }, interrupt = function(i) FALSE))) break
   }
 
-  text_raw <- function(x) charToRaw(enc2utf8(x))
-
-  split_nul <- function(payload) {
-    ends <- c(which(payload == nul), length(payload) + 1L)
-    starts <- c(1L, head(ends, -1L) + 1L)
-    vapply(seq_along(ends), function(i) {
-      if (ends[i] > starts[i]) rawToChar(payload[starts[i]:(ends[i] - 1L)]) else ""
-    }, "")
+  # Fields: texts each ended by a NUL, which is how writeBin() writes strings and readBin() reads them;
+  # readBin() reads up to each NUL, never into the body that follows. `values` are named, and written in
+  # the order of the frame's `names` (a name without a value stops R).
+  text_field <- function(x) writeBin(enc2utf8(as.character(x)), raw())
+  text_fields <- function(names, values) text_field(vapply(names, function(name) as.character(values[[name]]), ""))
+  read_fields <- function(payload, names) {
+    fields <- readBin(payload, "character", length(names))
+    names(fields) <- names
+    fields
+  }
+  body_after <- function(payload, fields) {
+    n <- sum(nchar(fields, type = "bytes")) + length(fields)
+    if (length(payload) > n) payload[(n + 1L):length(payload)] else raw(0L)
   }
 
   # Byte-identical to to_json() for the most common shapes (checked by the tests), ~50x cheaper.
@@ -164,8 +184,6 @@ local({
     enc2utf8(as.character(json))
   }
 
-  encode_value <- function(x, format) if (format == format_rds) serialize(x, NULL) else as_json(x)
-
   top_call <- quote(eval(expr, globalenv()))
 
   error_text <- function(e) {
@@ -186,9 +204,9 @@ local({
     value
   }
 
-  # The answer to a request: a RESULT or ERROR frame, behind the end marker for a live evaluation.
-  answer <- function(live, type, payload) list(marker = if (live) marker_eval, frame = frame_parts(type, payload))
-  failed <- function(live, text) answer(live, answer_error, text_raw(text))
+  # The answer to a request: its frame's parts, behind the end marker for a live evaluation.
+  answer <- function(live, parts) list(marker = if (live) marker_eval, frame = parts)
+  failed <- function(live, text) answer(live, list(frame_bytes(from_session_error, text_field(text))))
 
   # Evaluates `work` and returns its answer; an R error or an interrupt is left to serve(), which
   # answers it.
@@ -211,20 +229,20 @@ local({
       return(failed(live, "Error: evaluation interrupted"))
     }
     on_message <- if (live) function(m) {
-      send_marked(con, out, marker_sync, answer_message, text_raw(conditionMessage(m)))
+      send_marked(con, out, marker_sync, from_session_message, text_field(conditionMessage(m)))
       invokeRestart("muffleMessage")
     } else function(m) {
       cat(conditionMessage(m), file = out, sep = "")
       invokeRestart("muffleMessage")
     }
     on_warning <- if (live) function(w) {
-      send_marked(con, out, marker_sync, answer_warning, text_raw(condition_text(w)))
+      send_marked(con, out, marker_sync, from_session_warning, text_field(condition_text(w)))
       invokeRestart("muffleWarning")
     } else function(w) {
       cat("Warning: ", condition_text(w), "\n", file = out, sep = "")
       invokeRestart("muffleWarning")
     }
-    answer(live, answer_value, allowInterrupts(withCallingHandlers(work(), message = on_message, warning = on_warning)))
+    answer(live, value_parts(allowInterrupts(withCallingHandlers(work(), message = on_message, warning = on_warning))))
   }
 
   # A SIGINT that arrived after the evaluation it aimed at had ended stays pending while interrupts
@@ -234,24 +252,25 @@ local({
     tryCatch(allowInterrupts(Sys.sleep(0.001)), interrupt = function(i) NULL)
   }
 
-  handle <- function(con, out, frame) {
+  # An evaluation's letter says how its value is answered (and whether it is live): its payload is the
+  # script alone, read with no field before it.
+  handle <- function(con, out, frame, live) {
     p <- frame$payload
-    announce <- length(p) + 5L > one_read
-    value_of_script <- function() encode_value(run_script(rawToChar(p[-1L])), rawToChar(p[1L]))
+    announce <- length(p) + header_bytes > one_read
     type <- frame$type
-    if (type == request_eval || type == request_live) {
-      evaluate(con, out, value_of_script, announce, type == request_live)
-    } else if (type == request_assign) {
-      kind <- rawToChar(p[1L])
-      n <- sum(as.integer(p[2:5]) * c(16777216, 65536, 256, 1))
-      symbol <- rawToChar(p[6:(5 + n)])
-      body <- if (length(p) > 5 + n) p[(6 + n):length(p)] else raw(0L)
+    if (type == to_session_eval_json || type == to_session_live_json) {
+      evaluate(con, out, function() as_json(run_script(rawToChar(p))), announce, live)
+    } else if (type == to_session_eval_rds || type == to_session_live_rds) {
+      evaluate(con, out, function() serialize(run_script(rawToChar(p)), NULL), announce, live)
+    } else if (type == to_session_assign) {
+      fields <- read_fields(p, to_session_assign_fields)
+      body <- body_after(p, fields)
       evaluate(con, out, function() {
-        value <- if (kind == source_rdata) unserialize(body) else run_script(rawToChar(body))
-        assign(symbol, value, envir = globalenv())
+        value <- if (fields[["source"]] == source_words[["rdata"]]) unserialize(body) else run_script(rawToChar(body))
+        assign(fields[["symbol"]], value, envir = globalenv())
         raw(0L)
       }, announce, FALSE)
-    } else if (type == request_drain) {
+    } else if (type == to_session_drain) {
       drain_interrupt()
     } else stop("unknown frame type ", type)
   }
@@ -323,8 +342,8 @@ local({
     if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) rm(".Random.seed", envir = globalenv())
     con <- if (is.null(links)) connect("r+b") else links$con
     out <- if (is.null(links)) connect("wb") else links$out
-    write_frame(con, greeting_main, text_raw(paste0(token, "\n", Sys.getpid())))
-    write_frame(out, greeting_output, text_raw(token))
+    write_frame(con, from_session_main, text_fields(from_session_main_fields, list(token = token, pid = Sys.getpid())))
+    write_frame(out, from_session_output, text_field(token))
     sink(out)
     sink(out, type = "message")
     suspendInterrupts(serve(con, out))
@@ -336,7 +355,7 @@ local({
   # - send: R waits for a socket with interrupts enabled even inside suspendInterrupts(), and an
   #   interrupt there comes before anything of that write was sent: what is left is sent again;
   # - read: a SIGINT while waiting for a request (nothing of it read yet; see evaluate()) is for the
-  #   request that comes next, or arrived late for the one that ended, which Node then drains (frame D);
+  #   request that comes next, or arrived late for the one that ended, which Node then drains (a drain frame);
   # - eval: the evaluation's error, or "interrupted", is its answer.
   # Uncaught, an interrupt would end this non-interactive R.
   serve <- function(con, out) {
@@ -364,8 +383,8 @@ local({
         if (is.null(frame)) FALSE
         else {
           step <- "eval"
-          live <- frame$type == request_live
-          pending <- handle(con, out, frame)
+          live <- frame$type == to_session_live_json || frame$type == to_session_live_rds
+          pending <- handle(con, out, frame, live)
           TRUE
         }
       }, interrupt = function(i) {
@@ -419,41 +438,49 @@ local({
   profile_error <- if (!unix_missing) run_profile(profile)
 
   ctl <- connect("r+b")
+  refuse <- function(error) write_frame(ctl, from_server_refused, text_fields(from_server_refused_fields, list(token = server_token, error = error)))
   if (unix_missing) {
-    write_frame(ctl, answer_error, text_raw(paste0(server_token, "\n", paste(
+    refuse(paste(
       "Isolated R sessions need the R package 'unix' (run as root: Rscript -e \"install.packages('unix')\")",
-      "in one of the libraries", paste(.libPaths(), collapse = ", ")))))
+      "in one of the libraries", paste(.libPaths(), collapse = ", ")))
     quit(save = "no", status = 3L)
   }
   if (!is.null(profile_error)) {
     cat(profile_error, "\n", sep = "", file = stderr())
-    write_frame(ctl, answer_error, text_raw(paste0(server_token, "\n", profile_error)))
+    refuse(profile_error)
     quit(save = "no", status = 4L)
   }
   version <- paste(R.version$major, R.version$minor, sep = ".")
-  write_frame(ctl, greeting_server, text_raw(paste0(server_token, "\n", version, "\n", Sys.getpid())))
+  write_frame(ctl, from_server_ready, text_fields(from_server_ready_fields, list(token = server_token, version = version, pid = Sys.getpid())))
   cat("R server", version, "ready, pid", Sys.getpid(), "\n")
 
   repeat {
     frame <- read_frame(ctl)
     if (is.null(frame)) break
     type <- frame$type
-    if (type == request_fork) {
-      args <- split_nul(frame$payload)
-      child <- tryCatch(
+    if (type == to_server_fork || type == to_server_fork_as) {
+      # An isolated server forks only sessions that confine themselves, and a server that is not cannot
+      # confine them.
+      as_identity <- type == to_server_fork_as
+      f <- read_fields(frame$payload, if (as_identity) to_server_fork_as_fields else to_server_fork_fields)
+      child <- if (as_identity != isolated) {
+        simpleError(if (isolated) "an isolated R server forks sessions as an identity only" else "an R server that is not isolated cannot fork as an identity")
+      } else tryCatch(
         mcparallel({
           close(ctl)
-          links <- if (isolated) confine(as.integer(args[4L]), as.integer(args[5L]), as.numeric(args[6L]), as.numeric(args[7L]), identical(args[8L], "1"), identical(args[9L], "none"), identical(args[10L], "minimal"), dirname(args[2L]))
-          session(args[1L], args[2L], args[3L], links)
+          links <- if (isolated) confine(as.integer(f[["uid"]]), as.integer(f[["gid"]]), as.numeric(f[["memory_bytes"]]), as.numeric(f[["processes"]]), as.logical(f[["private_tmp"]]), f[["network"]] == network_words[["none"]], f[["filesystem"]] == filesystem_words[["minimal"]], dirname(f[["work_dir"]]))
+          session(f[["token"]], f[["work_dir"]], f[["tmp_dir"]], links)
         }, detached = TRUE),
         error = function(e) e)
-      if (inherits(child, "error")) write_frame(ctl, answer_error, text_raw(conditionMessage(child)))
-      else write_frame(ctl, answer_forked, text_raw(as.character(child$pid)))
-    } else if (type == request_ping) {
-      write_frame(ctl, answer_pong)
-    } else if (type == request_version) {
-      wanted <- rawToChar(frame$payload)
-      write_frame(ctl, answer_value, tryCatch(encode_value(if (wanted == format_rds) R.version else unclass(R.version), wanted), error = function(e) raw(0L)))
+      if (inherits(child, "error")) write_frame(ctl, from_server_fork_failed, text_field(conditionMessage(child)))
+      else write_frame(ctl, from_server_forked, text_field(child$pid))
+    } else if (type == to_server_ping) {
+      write_frame(ctl, from_server_pong)
+    } else if (type == to_server_version) {
+      format <- readBin(frame$payload, "character", 1L)
+      write_frame(ctl, from_server_version, tryCatch(
+        if (format == format_words[["rds"]]) serialize(R.version, NULL) else charToRaw(as_json(unclass(R.version))),
+        error = function(e) raw(0L)))
     } else stop("unknown control frame ", type)
   }
 })

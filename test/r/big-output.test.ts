@@ -59,7 +59,7 @@ describe("big results and printed output", () => {
     });
   });
 
-  describe("JSON texts R writes straight from its string (T frames, from 64 KiB)", () => {
+  describe("JSON texts R writes straight from its string (json frames, from 64 KiB)", () => {
     let rig: Rig;
     before(async () => {
       rig = await startRig();
@@ -78,7 +78,7 @@ describe("big results and printed output", () => {
     };
 
     it("answers byte-identical JSON on both sides of the bound and far beyond it", async () => {
-      // "aaa…" is its length + 2 bytes of JSON: 65,535 goes in one V frame, 65,536 on in a T frame.
+      // "aaa…" is its length + 2 bytes of JSON: 65,535 goes in one write behind its header, 65,536 on as the header then the string itself.
       for (const bytes of [65_535, 65_536, 65_537, 4_000_000]) {
         const { session, want } = await bothSides(`strrep("a", ${bytes - 2})`);
         const value = await session.eval(text("x"), "json");

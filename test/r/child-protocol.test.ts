@@ -2,7 +2,9 @@ import { expect } from "chai";
 import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import { RChild, type EvalEvent } from "../../src/r/child.js";
-import { DRAIN, encodeFrame, evalFrame, FrameReader, Marker, ONE_READ, Request } from "../../src/r/protocol.js";
+import { encodeFrame, FrameReader } from "../../src/r/frames.js";
+import { DRAIN, evalFrame } from "../../src/r/protocol.js";
+import { FROM_SESSION, lettersOf, MARKER, ONE_READ, TO_SESSION } from "../../src/r/protocol-table.js";
 import { until } from "./support.js";
 
 /**
@@ -101,19 +103,22 @@ describe("session protocol: output markers across chunk boundaries, live and qui
 
   const pause = () => new Promise((r) => setTimeout(r, 30));
   const nul = (type: number) => Buffer.from([0, type]);
+  const live = (script: string) => evalFrame(Buffer.from(script), "json", true);
+  /** A frame of one text field, as R writes a message or a JSON value. */
+  const one = (letter: "M" | "T", text: string) => encodeFrame(letter, Buffer.from(`${text}\0`));
 
   it("restores the order of output, messages and the value when NUL and its type byte arrive apart", async () => {
     const events: EvalEvent[] = [];
-    const outcome = child.run(encodeFrame("L", Buffer.from("j"), Buffer.from("x")), (e) => events.push(e));
+    const outcome = child.run(live("x"), (e) => events.push(e));
     // R starts (marker), prints "a\x01b", then a message (marker + frame), prints "c", then ends
     // (marker + value frame).
     rOut.write(Buffer.concat([nul(2), Buffer.from("a\x01b"), nul(1).subarray(0, 1)]));
     await pause();
-    rMain.write(encodeFrame("M", Buffer.from("m\n")));
+    rMain.write(one(FROM_SESSION.message.letter, "m\n"));
     await pause();
     rOut.write(Buffer.concat([nul(1).subarray(1), Buffer.from("c"), Buffer.from([0])]));
     await pause();
-    rMain.write(encodeFrame("V", Buffer.from("42")));
+    rMain.write(one(FROM_SESSION.json.letter, "42"));
     await pause();
     rOut.write(Buffer.from([0]));
     const result = await outcome;
@@ -127,21 +132,21 @@ describe("session protocol: output markers across chunk boundaries, live and qui
 
   it("leaves bytes 1 and 2 of printed text alone", async () => {
     const events: EvalEvent[] = [];
-    const outcome = child.run(encodeFrame("L", Buffer.from("j"), Buffer.from("y")), (e) => events.push(e));
+    const outcome = child.run(live("y"), (e) => events.push(e));
     rOut.write(Buffer.concat([nul(2), Buffer.from("\x02\x01 printed\n")]));
     await pause();
     rOut.write(nul(0));
-    rMain.write(encodeFrame("V", Buffer.from("1")));
+    rMain.write(one(FROM_SESSION.json.letter, "1"));
     expect(await outcome).to.deep.equal({ ok: true, value: Buffer.from("1") });
     expect(events.map((e) => e.text).join("")).to.equal("\x02\x01 printed\n");
   });
 
   it("answers a request that is not live without waiting for a marker; its output goes to the log", async () => {
     logged.length = 0;
-    const outcome = child.run(encodeFrame("E", Buffer.from("j"), Buffer.from("z")));
+    const outcome = child.run(evalFrame(Buffer.from("z"), "json"));
     rOut.write("quiet\n");
     await pause();
-    rMain.write(encodeFrame("V", Buffer.from("7")));
+    rMain.write(one(FROM_SESSION.json.letter, "7"));
     expect(await outcome).to.deep.equal({ ok: true, value: Buffer.from("7") });
     expect(logged.join("")).to.equal("quiet\n");
   });
@@ -149,10 +154,10 @@ describe("session protocol: output markers across chunk boundaries, live and qui
   it("streams only what a live request printed after its start marker", async () => {
     logged.length = 0;
     const events: EvalEvent[] = [];
-    const outcome = child.run(encodeFrame("L", Buffer.from("j"), Buffer.from("w")), (e) => events.push(e));
+    const outcome = child.run(live("w"), (e) => events.push(e));
     // The tail of what an earlier request printed arrives first, in the same chunk as the marker.
     rOut.write(Buffer.concat([Buffer.from("earlier\n"), nul(2), Buffer.from("mine\n"), nul(0)]));
-    rMain.write(encodeFrame("V", Buffer.from("1")));
+    rMain.write(one(FROM_SESSION.json.letter, "1"));
     expect(await outcome).to.deep.equal({ ok: true, value: Buffer.from("1") });
     expect(events).to.deep.equal([{ kind: "output", text: "mine\n" }]);
     expect(logged.join("")).to.equal("earlier\nmine\n");
@@ -160,7 +165,7 @@ describe("session protocol: output markers across chunk boundaries, live and qui
 });
 
 describe("session protocol: interrupts and the drain frame", () => {
-  /** R reads a socket 4096 bytes at a time (worker.R; its one_read is checked against ONE_READ in protocol.test.ts). */
+  /** R reads a socket 4096 bytes at a time (worker.R; its one_read is made from ONE_READ by npm run gen). */
   const R_READ = 4096;
   let played: PlayedR;
   /** What Node wrote on the main socket since the last `received`. */
@@ -181,8 +186,8 @@ describe("session protocol: interrupts and the drain frame", () => {
     sent = [];
     return all;
   };
-  const answer = (): boolean => played.rMain.write(encodeFrame("V", Buffer.from("1")));
-  const typesOf = (bytes: Buffer): string[] => new FrameReader().push(bytes).map((f) => f.type);
+  const answer = (): boolean => played.rMain.write(encodeFrame(FROM_SESSION.json.letter, Buffer.from("1\0")));
+  const typesOf = (bytes: Buffer): string[] => new FrameReader(lettersOf(TO_SESSION)).push(bytes).map((f) => f.type);
 
   it("signals at once during a request R takes in one read, and sends the next behind a drain frame, both within one read", async () => {
     const first = request(ONE_READ);
@@ -195,14 +200,14 @@ describe("session protocol: interrupts and the drain frame", () => {
 
     const second = played.child.run(request(ONE_READ));
     const bytes = await received(DRAIN.length + ONE_READ);
-    expect(typesOf(bytes)).to.deep.equal([Request.drain, Request.eval]);
+    expect(typesOf(bytes)).to.deep.equal([TO_SESSION.drain.letter, TO_SESSION.evalJson.letter]);
     expect(bytes.length).to.be.at.most(R_READ);
     answer();
     expect((await second).ok).to.equal(true);
 
     // Nothing was interrupted since: no drain frame.
     const third = played.child.run(request(100));
-    expect(typesOf(await received(100))).to.deep.equal([Request.eval]);
+    expect(typesOf(await received(100))).to.deep.equal([TO_SESSION.evalJson.letter]);
     answer();
     expect((await third).ok).to.equal(true);
   });
@@ -215,13 +220,13 @@ describe("session protocol: interrupts and the drain frame", () => {
     expect(played.child.interrupt()).to.equal(true);
     await new Promise((r) => setTimeout(r, 300));
     expect(played.standIn.interrupts, "no SIGINT before the START marker").to.equal(before);
-    played.rOut.write(Buffer.from([0, Marker.start]));
+    played.rOut.write(Buffer.from([0, MARKER.start]));
     await until(() => played.standIn.interrupts === before + 1);
     answer();
     expect((await outcome).ok).to.equal(true);
 
     const next = played.child.run(request(100));
-    expect(typesOf(await received(DRAIN.length + 100))).to.deep.equal([Request.drain, Request.eval]);
+    expect(typesOf(await received(DRAIN.length + 100))).to.deep.equal([TO_SESSION.drain.letter, TO_SESSION.evalJson.letter]);
     answer();
     expect((await next).ok).to.equal(true);
   });

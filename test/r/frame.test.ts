@@ -1,7 +1,10 @@
 import { expect } from "chai";
-import { encodeFrame, FrameReader, type Frame } from "../../src/r/protocol.js";
+import { encodeFrame, FrameReader, type Frame } from "../../src/r/frames.js";
+import { FROM_SESSION, lettersOf, type Letter } from "../../src/r/protocol-table.js";
 
-const frame = (type: string, payload: Buffer): Frame => ({ type, payload });
+type Answer = Frame<Letter<typeof FROM_SESSION>>;
+const frame = (type: Answer["type"], payload: Buffer): Answer => ({ type, payload });
+const reader = () => new FrameReader(lettersOf(FROM_SESSION));
 const plain = (frames: Frame[]) => frames.map((f) => ({ type: f.type, payload: Buffer.from(f.payload).toString("hex") }));
 
 describe("FrameReader", () => {
@@ -16,17 +19,17 @@ describe("FrameReader", () => {
   it("cuts a stream split anywhere into the same frames", () => {
     for (let a = 0; a <= stream.length; a++) {
       for (let b = a; b <= stream.length; b++) {
-        const reader = new FrameReader();
-        const got = [stream.subarray(0, a), stream.subarray(a, b), stream.subarray(b)].flatMap((c) => reader.push(c));
+        const cutter = reader();
+        const got = [stream.subarray(0, a), stream.subarray(a, b), stream.subarray(b)].flatMap((c) => cutter.push(c));
         expect(plain(got), `cut at ${a} and ${b}`).to.deep.equal(plain(frames));
       }
     }
   });
 
   it("takes a stream byte by byte", () => {
-    const reader = new FrameReader();
-    const got: Frame[] = [];
-    for (let i = 0; i < stream.length; i++) got.push(...reader.push(stream.subarray(i, i + 1)));
+    const cutter = reader();
+    const got: Answer[] = [];
+    for (let i = 0; i < stream.length; i++) got.push(...cutter.push(stream.subarray(i, i + 1)));
     expect(plain(got)).to.deep.equal(plain(frames));
   });
 
@@ -36,9 +39,9 @@ describe("FrameReader", () => {
     const big = Buffer.allocUnsafe(50e6);
     for (let i = 0; i < big.length; i += 4) big.writeUInt32LE(i, i);
     const bytes = Buffer.concat([encodeFrame("V", big), encodeFrame("M", Buffer.from("next"))]);
-    const reader = new FrameReader();
-    const got: Frame[] = [];
-    for (let i = 0; i < bytes.length; i += 65536) got.push(...reader.push(bytes.subarray(i, i + 65536)));
+    const cutter = reader();
+    const got: Answer[] = [];
+    for (let i = 0; i < bytes.length; i += 65536) got.push(...cutter.push(bytes.subarray(i, i + 65536)));
     expect(got.map((f) => f.type)).to.deep.equal(["V", "M"]);
     expect(got[0]!.payload.equals(big)).to.equal(true);
     expect(got[1]!.payload.toString()).to.equal("next");

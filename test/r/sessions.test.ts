@@ -146,6 +146,13 @@ describe("R sessions and commands", function () {
     expect(command).to.include({ status: "FAILED", withError: true, error: "Error: nope", withResult: false });
   });
 
+  it("refuses to assign to a symbol holding NUL, which no R symbol holds", async () => {
+    const id = await newSession();
+    const refused = await Promise.resolve(rig.handlers.assign!({ $typeName: "rock.r.v1.AssignRequest", id, symbol: "a\0b", async: false, body: body("1") }, ctxOf(alice))).catch((e: unknown) => e);
+    expect(refused).to.be.instanceOf(Fault);
+    expect(refused).to.deep.include({ kind: "invalid", message: "Symbol to assign cannot hold NUL" });
+  });
+
   it("never runs a pending command that was deleted", async () => {
     const id = await newSession();
     await submit(id, "Sys.sleep(0.3)");

@@ -82,6 +82,8 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
     async assign(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
       if (req.symbol === "") throw new Fault("invalid", "Symbol to assign is required");
+      // An R symbol cannot hold NUL, which ends a field of the frame that carries it.
+      if (req.symbol.includes("\0")) throw new Fault("invalid", "Symbol to assign cannot hold NUL");
       const source = assignSource(req.body);
       if (req.async) {
         const command = session.submitAssign(req.symbol, source);
