@@ -5,7 +5,7 @@ import type { RConfig } from "../../config/config.js";
 import type { RChild } from "../child.js";
 import type { ConsoleLog } from "../console-log.js";
 import { searchableByOthers } from "../confine/isolation.js";
-import { liveProcessesByUid, reapUid } from "../confine/processes.js";
+import { liveProcessesByUid, reapSession, reapUid } from "../confine/processes.js";
 import type { SessionQuota, SessionQuotas } from "../confine/quotas.js";
 import { UidPool } from "../confine/uid-pool.js";
 import { tooManySessions } from "../errors.js";
@@ -98,7 +98,9 @@ export class SessionHomes {
    */
   async dispose(fork: Omit<Fork, "child"> & { readonly child: RChild | undefined }): Promise<void> {
     fork.child?.kill();
-    const reaped = fork.uid === undefined || (await reapUid(fork.uid, fork.uid));
+    // Without its child the fork failed, maybe before its process was placed in the group: the uid tells.
+    const group = fork.child ? fork.quota?.group : undefined;
+    const reaped = fork.uid === undefined || (await reapSession(fork.uid, group));
     if (reaped && fork.quota && !fork.quota.group.remove()) this.options.log.append(`The control group of session ${fork.id} could not be removed\n`);
     await rm(fork.dirs.home, { recursive: true, force: true });
     if (fork.uid === undefined) return;
