@@ -1,14 +1,17 @@
 import { expect } from "chai";
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { createServer, connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import type { RConfig, UidRange } from "../../src/config/config.js";
 import { defaults } from "../../src/config/load.js";
 import { startRock } from "../../src/compose.js";
 import { decideIsolation } from "../../src/r/confine/isolation.js";
 import { loopbackPeerUid } from "../../src/r/confine/peer.js";
 import { liveProcessesByUid } from "../../src/r/confine/processes.js";
+import { type QuotaSettings, SessionQuotas } from "../../src/r/confine/quotas.js";
 import type { RSession } from "../../src/r/session.js";
 import { createLogger } from "../../src/server/logger.js";
 import { testSessionUids } from "../support/uids.js";
@@ -18,6 +21,11 @@ const json = async (session: RSession, code: string): Promise<unknown> => JSON.p
 
 /** What R says when it tries `code`: its value, or the text of its error or warning. */
 const attempt = (code: string): string => `tryCatch({ ${code} }, error = function(e) paste("refused:", conditionMessage(e)), warning = function(w) paste("refused:", conditionMessage(w)))`;
+
+/** Quotas of the engine of `uids` that only group a session's processes (no limit). */
+function quotaSettings({ first, last }: UidRange): QuotaSettings {
+  return { name: `${first}-${last}`, sessionMemoryMb: 0, sessionsMemoryMb: 0, sessionCpuCores: 0, sessionProcesses: 0 };
+}
 
 /** Sessions can be given uids of their own only by root (CI runs as root). */
 function rootOnly(this: Mocha.Context): void {
@@ -122,47 +130,72 @@ describe("R sessions are confined (service running as root)", function () {
     });
   });
 
-  describe("the end of a session", () => {
-    let rig: Rig;
-    afterEach(async () => rig?.close());
+  // With quotas a session's processes are ended through its control group, without them through its uid.
+  for (const withQuotas of [false, true]) {
+    describe(withQuotas ? "the end of a session, with quotas (its control group)" : "the end of a session", () => {
+      let rig: Rig;
+      let quotas: SessionQuotas | undefined;
+      before(function () {
+        if (!withQuotas) return;
+        const probe = SessionQuotas.open(quotaSettings(testSessionUids()));
+        if (!(probe instanceof SessionQuotas)) {
+          console.log(`      skipped: ${probe.unavailable}`);
+          this.skip();
+        }
+        probe.close();
+      });
+      afterEach(async () => {
+        await rig?.close();
+        quotas?.close();
+        quotas = undefined;
+      });
+      const start = async (sessionUids: UidRange, overrides: Partial<RConfig> = {}): Promise<Rig> => {
+        if (!withQuotas) return startRig({ sessionUids, ...overrides });
+        const opened = SessionQuotas.open(quotaSettings(sessionUids));
+        if (!(opened instanceof SessionQuotas)) throw new Error(opened.unavailable);
+        quotas = opened;
+        return startRig({ sessionUids, ...overrides }, { quotas });
+      };
 
-    it("ends every process of its uid, those started with setsid or mcparallel too, and removes its folders", async () => {
-      rig = await startRig();
-      const session = await rig.engine.createSession("alice");
-      const uid = (await json(session, "unix::getuid()")) as number;
-      await json(session, "system('setsid sleep 300 > /dev/null 2>&1 < /dev/null &'); parallel::mcparallel(Sys.sleep(300)); TRUE");
-      await until(async () => ((await liveProcessesByUid((u) => u === uid)).get(uid)?.length ?? 0) >= 3);
-      const home = session.dirs.home;
-      await session.end();
-      expect((await liveProcessesByUid((u) => u === uid)).has(uid)).to.equal(false);
-      await stat(home).then(
-        () => expect.fail(`${home} is still there`),
-        (e: NodeJS.ErrnoException) => expect(e.code).to.equal("ENOENT"),
-      );
-    });
+      it("ends every process of its uid, those started with setsid or mcparallel too, and removes its folders", async () => {
+        rig = await start(testSessionUids());
+        const session = await rig.engine.createSession("alice");
+        const [uid, pid] = (await json(session, "c(unix::getuid(), Sys.getpid())")) as [number, number];
+        if (withQuotas) expect(readFileSync(`/proc/${pid}/cgroup`, "utf8")).to.include("/rock-sessions-");
+        await json(session, "system('setsid sleep 300 > /dev/null 2>&1 < /dev/null &'); parallel::mcparallel(Sys.sleep(300)); TRUE");
+        await until(async () => ((await liveProcessesByUid((u) => u === uid)).get(uid)?.length ?? 0) >= 3);
+        const home = session.dirs.home;
+        await session.end();
+        expect((await liveProcessesByUid((u) => u === uid)).has(uid)).to.equal(false);
+        await stat(home).then(
+          () => expect.fail(`${home} is still there`),
+          (e: NodeJS.ErrnoException) => expect(e.code).to.equal("ENOENT"),
+        );
+      });
 
-    it("hands a uid to the next session only once the last one's processes and files are gone", async () => {
-      const first = 100_000 + Math.floor(Math.random() * 40_000) * 100;
-      // Two uids: one for a session, one for the spare forked ahead.
-      rig = await startRig({ sessionUids: { first, last: first + 1 }, maxSessions: 0 });
-      const one = await rig.engine.createSession("alice");
-      const two = await rig.engine.createSession("bob");
-      const error = await rig.engine.createSession("carol").then(
-        () => undefined,
-        (e: Error) => e,
-      );
-      expect(error?.message).to.match(/every session uid/);
-      await json(one, "writeLines('left over', file.path(tempdir(), 'note.txt')); system('setsid sleep 300 > /dev/null 2>&1 < /dev/null &')");
-      const uidOne = (await json(one, "unix::getuid()")) as number;
-      await one.end();
-      const three = await rig.engine.createSession("carol");
-      expect(await json(three, "unix::getuid()")).to.equal(uidOne);
-      expect(await json(three, "list.files(tempdir())")).to.deep.equal([]);
-      const processes = (await liveProcessesByUid((u) => u === uidOne)).get(uidOne) ?? [];
-      expect(processes).to.have.length(1); // the new session's R process only
-      await Promise.all([two.end(), three.end()]);
+      it("hands a uid to the next session only once the last one's processes and files are gone", async () => {
+        const first = 100_000 + Math.floor(Math.random() * 40_000) * 100;
+        // Two uids: one for a session, one for the spare forked ahead.
+        rig = await start({ first, last: first + 1 }, { maxSessions: 0 });
+        const one = await rig.engine.createSession("alice");
+        const two = await rig.engine.createSession("bob");
+        const error = await rig.engine.createSession("carol").then(
+          () => undefined,
+          (e: Error) => e,
+        );
+        expect(error?.message).to.match(/every session uid/);
+        await json(one, "writeLines('left over', file.path(tempdir(), 'note.txt')); system('setsid sleep 300 > /dev/null 2>&1 < /dev/null &')");
+        const uidOne = (await json(one, "unix::getuid()")) as number;
+        await one.end();
+        const three = await rig.engine.createSession("carol");
+        expect(await json(three, "unix::getuid()")).to.equal(uidOne);
+        expect(await json(three, "list.files(tempdir())")).to.deep.equal([]);
+        const processes = (await liveProcessesByUid((u) => u === uidOne)).get(uidOne) ?? [];
+        expect(processes).to.have.length(1); // the new session's R process only
+        await Promise.all([two.end(), three.end()]);
+      });
     });
-  });
+  }
 
   describe("leftovers of a crashed run", () => {
     it("removes orphan session folders and ends processes of the session uids at start", async () => {

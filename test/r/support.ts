@@ -8,6 +8,7 @@ import { callerKey, type Caller } from "../../src/auth/caller.js";
 import type { NodeConfig, RConfig } from "../../src/config/config.js";
 import { defaults } from "../../src/config/load.js";
 import { decideIsolation, sessionsRoot } from "../../src/r/confine/isolation.js";
+import type { SessionQuotas } from "../../src/r/confine/quotas.js";
 import { testSessionUids } from "../support/uids.js";
 import { ConsoleLog } from "../../src/r/console-log.js";
 import { REngine, type EngineEvent } from "../../src/r/engine.js";
@@ -45,9 +46,12 @@ export interface Rig {
 
 /**
  * A started engine over a fresh data folder (or `dataDir`); close() stops R and removes the folder.
- * `library` is a package library folder relative to the data folder.
+ * `library` is a package library folder relative to the data folder; `quotas`, the caller's to close.
  */
-export async function startRig(overrides: Partial<RConfig> = {}, options: { library?: string; maxUploadBytes?: number; dataDir?: string; onEvent?: (event: EngineEvent) => void } = {}): Promise<Rig> {
+export async function startRig(
+  overrides: Partial<RConfig> = {},
+  options: { library?: string; maxUploadBytes?: number; dataDir?: string; onEvent?: (event: EngineEvent) => void; quotas?: SessionQuotas } = {},
+): Promise<Rig> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), "rock-r-test-")));
   // Isolated sessions pass through the data folder to theirs, as the service's data folder allows.
   await chmod(dataDir, 0o711);
@@ -55,7 +59,8 @@ export async function startRig(overrides: Partial<RConfig> = {}, options: { libr
   const log = new ConsoleLog({ file: join(dataDir, "rserver.log"), maxBytes: config.logMaxBytes, files: config.logFiles });
   const library = options.library === undefined ? {} : { library: join(dataDir, options.library) };
   const { isolated } = decideIsolation(config);
-  const engine = new REngine({ config, dataDir, sessionsDir: sessionsRoot(config, dataDir, isolated), isolated, log, onEvent: options.onEvent, ...library });
+  const quotas = options.quotas ? { quotas: options.quotas } : {};
+  const engine = new REngine({ config, dataDir, sessionsDir: sessionsRoot(config, dataDir, isolated), isolated, log, onEvent: options.onEvent, ...library, ...quotas });
   // Package RPCs are tested in test/packages; here a manager that only exists, over a folder of its own.
   const packages = new PackageManager({ rExecutable: config.executable, repos: [], gitHost: "", gitOrganization: "", scratchDir: join(dataDir, "packages-tmp"), log: (text) => log.append(text), timeoutSeconds: 60 });
   const handlers = createRServiceHandlers({ engine, node: NODE, r: config, maxUploadBytes: options.maxUploadBytes ?? 1 << 30, packages });

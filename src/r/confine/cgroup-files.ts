@@ -1,5 +1,6 @@
 /** Reading and writing the files of cgroup hierarchies (v1 and v2 alike). */
 import { readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { signalProcess } from "../signals.js";
 import { join } from "node:path";
 
 /** Mount points by filesystem type and super options (mountinfo: `… mountpoint … - fstype source options`). */
@@ -29,6 +30,27 @@ export function trySet(file: string, value: string): void {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
   }
+}
+
+/** The processes a group's `cgroup.procs` lists; none once the group is gone. */
+export function listedProcesses(procs: string): number[] {
+  let text: string;
+  try {
+    text = readFileSync(procs, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw e;
+  }
+  return text.split("\n").filter(Boolean).map(Number);
+}
+
+/**
+ * SIGKILL to each process `cgroup.procs` lists. A listed pid still names that process when it is
+ * signalled: the kernel keeps the pid until the parent reaps the process, and then hands out pids in
+ * turn up to pid_max before it comes round to that one again.
+ */
+export function killListed(procs: string): void {
+  for (const pid of listedProcesses(procs)) signalProcess(pid, "SIGKILL");
 }
 
 export function removeAll(dirs: readonly string[]): boolean {

@@ -19,6 +19,10 @@ export interface SessionGroup {
   memoryBytes(): number;
   /** CPU time the group used, seconds. */
   cpuSeconds(): number;
+  /** SIGKILL to every process in the group (a process forking meanwhile may leave a child: kill again until `empty`). */
+  kill(): void;
+  /** Whether no live process is left in the group (zombies are not listed). */
+  empty(): boolean;
   /** Removes the group once its processes are gone (a group still holding one is left, and said). */
   remove(): boolean;
 }

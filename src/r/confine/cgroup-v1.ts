@@ -4,7 +4,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cgroupMounts, errorCode, numberIn, removeAll, removeChildren, trySet } from "./cgroup-files.js";
+import { cgroupMounts, errorCode, killListed, listedProcesses, numberIn, removeAll, removeChildren, trySet } from "./cgroup-files.js";
 import type { CgroupsUnavailable, CgroupTree, SessionGroup, SessionLimits } from "./cgroup-tree.js";
 
 type Controller = "memory" | "cpu" | "cpuacct" | "pids";
@@ -53,10 +53,14 @@ export class CgroupV1Tree implements CgroupTree {
       writeFileSync(join(dirs.cpu, "cpu.cfs_quota_us"), String(Math.max(1000, Math.round(period * limits.cpuCores))));
     }
     if (limits.processes > 0) writeFileSync(join(dirs.pids, "pids.max"), String(limits.processes));
+    // A process joins memory's group first (`add`): none of the session's is anywhere else.
+    const procs = join(dirs.memory, "cgroup.procs");
     return {
       add(pid) {
         for (const c of CONTROLLERS) writeFileSync(join(dirs[c], "cgroup.procs"), String(pid));
       },
+      kill: () => killListed(procs),
+      empty: () => listedProcesses(procs).length === 0,
       oomKills: () => oomKillsIn(dirs.memory),
       // The kernel's fail counters stay 0 when reclaim gives up and the OOM killer acts: the peak tells.
       reachedLimit: () =>

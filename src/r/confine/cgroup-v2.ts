@@ -6,7 +6,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { cgroupMounts, errorCode, numberIn, removeAll, removeChildren, trySet } from "./cgroup-files.js";
+import { cgroupMounts, errorCode, killListed, listedProcesses, numberIn, removeAll, removeChildren, trySet } from "./cgroup-files.js";
 import type { CgroupsUnavailable, CgroupTree, SessionGroup, SessionLimits } from "./cgroup-tree.js";
 
 const CONTROLLERS = ["memory", "cpu", "pids"] as const;
@@ -62,8 +62,19 @@ export class CgroupV2Tree implements CgroupTree {
     trySet(join(dir, "memory.oom.group"), "1");
     if (limits.cpuCores > 0) writeFileSync(join(dir, "cpu.max"), `${Math.max(1000, Math.round(CPU_PERIOD * limits.cpuCores))} ${CPU_PERIOD}`);
     if (limits.processes > 0) writeFileSync(join(dir, "pids.max"), String(limits.processes));
+    const procs = join(dir, "cgroup.procs");
     return {
-      add: (pid) => writeFileSync(join(dir, "cgroup.procs"), String(pid)),
+      add: (pid) => writeFileSync(procs, String(pid)),
+      kill: () => {
+        // cgroup.kill (Linux 5.14) ends the group in one pass, a process forking meanwhile included.
+        try {
+          writeFileSync(join(dir, "cgroup.kill"), "1");
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+          killListed(procs);
+        }
+      },
+      empty: () => listedProcesses(procs).length === 0,
       oomKills: () => eventCount(join(dir, "memory.events"), "oom_kill"),
       // `oom` counts in the group whose own limit was reached (a parent's counts in the parent).
       reachedLimit: () => limits.memoryBytes > 0 && eventCount(join(dir, "memory.events"), "oom") > 0,

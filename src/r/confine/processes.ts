@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
+import type { SessionGroup } from "./cgroup-tree.js";
 
 /** Live (not zombie) processes whose real uid is in `uids`, by uid. */
 export async function liveProcessesByUid(uids: (uid: number) => boolean): Promise<Map<number, number[]>> {
@@ -37,21 +38,48 @@ function killAllAs(uid: number, gid: number): Promise<void> {
   });
 }
 
-const REAP_ROUNDS = 20;
-const REAP_PAUSE_MS = 50;
+/**
+ * How long a reap waits for the processes it killed to be gone: a process in uninterruptible sleep
+ * dies only when it wakes, and a uid is kept out of use rather than handed on with one left.
+ */
+const REAP_WAIT_MS = 1_000;
 
 /**
- * Ends every process of `uid`; true once none is left alive. A process in uninterruptible sleep dies
- * when it wakes, so the check is repeated a few times before giving up.
+ * Kills with `kill` and looks with `gone` until `gone` says so (true) or REAP_WAIT_MS passed (false).
+ * A killed process is gone as soon as the kernel has unmapped its memory and closed its files, which
+ * a caller waits for (a session's end answers then): the pause between looks grows with the time
+ * waited, a quarter of it (1 ms at first, 50 at most), so that it adds a quarter at most to the wait. Each look that finds something left kills again: a process can have
+ * forked between the kill and its death, or been asleep in the kernel.
  */
-export async function reapUid(uid: number, gid: number): Promise<boolean> {
-  for (let round = 0; round < REAP_ROUNDS; round++) {
-    await killAllAs(uid, gid);
-    const left = await liveProcessesByUid((u) => u === uid);
-    if (!left.has(uid)) return true;
-    await new Promise((resolve) => setTimeout(resolve, REAP_PAUSE_MS));
+async function killUntilGone(kill: () => Promise<void> | void, gone: () => Promise<boolean> | boolean): Promise<boolean> {
+  const start = Date.now();
+  for (;;) {
+    await kill();
+    if (await gone()) return true;
+    const waited = Date.now() - start;
+    if (waited >= REAP_WAIT_MS) return false;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(Math.max(1, waited / 4), 50)));
   }
-  return false;
+}
+
+/** Ends every process of `uid`, found in /proc; true once none is left alive. */
+export function reapUid(uid: number, gid: number): Promise<boolean> {
+  return killUntilGone(
+    () => killAllAs(uid, gid),
+    async () => !(await liveProcessesByUid((u) => u === uid)).has(uid),
+  );
+}
+
+/**
+ * Ends every process of a session run as `uid`; true once none is left alive. `group`: the control
+ * group its first process was placed in before it ran anything, so the kernel lists every process of
+ * the session there (what it starts inherits the group, and only root can move a process out): they
+ * are killed and looked for in the group, with nothing spawned and /proc not scanned. Without one, or
+ * when the group does not empty in time, the uid's processes are ended (reapUid).
+ */
+export async function reapSession(uid: number, group: SessionGroup | undefined): Promise<boolean> {
+  if (group && (await killUntilGone(() => group.kill(), () => group.empty()))) return true;
+  return reapUid(uid, uid);
 }
 
 /** Clock ticks per second of /proc's CPU times (USER_HZ): 100 on every Linux ABI Node runs on. */
