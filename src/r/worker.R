@@ -284,8 +284,8 @@ local({
   confine <- function(uid, gid, memory, processes, private_tmp, no_network, minimal, home) {
     links <- NULL
     ok <- tryCatch({
-      # Still root: a mount namespace of its own, with only what R needs (minimal_view) or the host's
-      # files, and empty /tmp, /var/tmp and /dev/shm.
+      # Still root: a mount namespace of its own, showing only what R needs (minimal_view) or the
+      # host's files, and empty /tmp, /var/tmp and /dev/shm.
       # The setup library stays reachable too (a checkout under /tmp): R loads package code lazily.
       if (minimal) minimal_view(home, uid, gid, private_tmp)
       else if (private_tmp) rocksandbox::private_tmp(c(home, if (nzchar(setup_library) && dir.exists(setup_library)) setup_library))
@@ -313,10 +313,10 @@ local({
     links
   }
 
-  # r.sessionFilesystem minimal: the session's root holds R and its libraries, the programs it may
-  # run (/usr), the /etc files the C library, R, name resolution and TLS read, and its own folder; its
-  # passwd names only root and the session. Nothing else of the host's: other programs' files, the
-  # service's data folder, /home, /root.
+  # r.sessionFilesystem minimal: the session sees R and its libraries, the programs it may run (/usr),
+  # the /etc files the C library, R, name resolution and TLS read, and its own folder; its passwd names
+  # only root and the session. Nothing else of the host's: other programs' files, the service's data
+  # folder, /home, /root.
   etc_kept <- c("R", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "hosts",
     "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "ssl/certs", "ssl/openssl.cnf",
     "ca-certificates.conf", "protocols", "services", "mime.types", "alternatives", "fonts",
