@@ -21,6 +21,14 @@ export function stillStarting(): Fault {
   return retryLater("R server is starting");
 }
 
+/**
+ * A forked session ended before it connected back: its confinement failed (the R server's console log
+ * says why). The contract's 500 for a session that could not be created, said at once.
+ */
+export function sessionNotStarted(): Fault {
+  return new Fault("internal", "R session could not start: it ended before it served (the R server's log, GET /rserver/_log, says why)");
+}
+
 export const SESSION_ENDED = "R session has ended";
 
 /**

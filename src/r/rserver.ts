@@ -6,7 +6,8 @@ import { fileURLToPath } from "node:url";
 import { RChild } from "./child.js";
 import { sessionEnvironment } from "./confine/environment.js";
 import { loopbackPeerUid } from "./confine/peer.js";
-import { notRunning } from "./errors.js";
+import { hasEnded } from "./confine/processes.js";
+import { notRunning, sessionNotStarted } from "./errors.js";
 import { decodeFields } from "./fields.js";
 import { FrameReader, MAX_GREETING_PAYLOAD, ProtocolError, type Frame } from "./frames.js";
 import { forkFrame, PING, versionFrame, type SessionIdentity, type ValueFormat } from "./protocol.js";
@@ -16,6 +17,8 @@ import { signalGroup, signalProcess } from "./signals.js";
 const WORKER_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "worker.R");
 const START_TIMEOUT_MS = 30_000;
 const FORK_TIMEOUT_MS = 15_000;
+/** How often a fork not yet connected is looked at: a session that could not start is said this soon. */
+const FORK_WATCH_MS = 100;
 const GREETING_TIMEOUT_MS = 10_000;
 
 export interface RServerOptions {
@@ -199,10 +202,13 @@ export class RServerProcess {
     const token = randomBytes(16).toString("hex");
     return new Promise<RChild>((resolve, reject) => {
       const timer = setTimeout(() => fail(new Error("R session did not connect in time")), FORK_TIMEOUT_MS);
+      // A session that ends before it connects (its confinement failed) is said at once, not at the timeout.
+      let watch: NodeJS.Timeout | undefined;
       const fail = (error: Error): void => {
         const pending = this.forks.get(token);
         this.forks.delete(token);
         clearTimeout(timer);
+        clearInterval(watch);
         pending?.main?.socket.destroy();
         pending?.out?.socket.destroy();
         if (pending?.main) signalProcess(pending.main.pid, "SIGKILL");
@@ -212,6 +218,7 @@ export class RServerProcess {
         uid: identity?.uid,
         resolve: (child) => {
           clearTimeout(timer);
+          clearInterval(watch);
           resolve(child);
         },
         reject: fail,
@@ -219,6 +226,13 @@ export class RServerProcess {
       this.request(forkFrame({ token, workDir, tmpDir }, identity)).then((reply) => {
         if (reply.type === FROM_SERVER.forkFailed.letter) fail(new Error(`R server could not fork: ${decodeFields(FROM_SERVER.forkFailed, reply.payload).error}`));
         else if (reply.type !== FROM_SERVER.forked.letter) fail(new Error(`R server answered a fork with frame ${reply.type}`));
+        else {
+          const pid = Number(decodeFields(FROM_SERVER.forked, reply.payload).pid);
+          // Not when the session connected before this answer came.
+          if (this.forks.has(token)) {
+            watch = setInterval(() => void hasEnded(pid).then((ended) => ended && this.forks.has(token) && fail(sessionNotStarted())), FORK_WATCH_MS);
+          }
+        }
       }, fail);
     });
   }

@@ -155,6 +155,34 @@ describe("what a session sees: its own root, /tmp, /var/tmp, /dev/shm and networ
     });
   });
 
+  describe("a session whose confinement fails", () => {
+    let server: TestServer;
+    let folder: string;
+    before(async () => {
+      folder = mkdtempSync(join(tmpdir(), "rock-confine-fails-"));
+      // Administrator code in the R server that breaks what each fork calls to make its view.
+      const profile = join(folder, "profile.R");
+      writeFileSync(profile, 'local({ ns <- asNamespace("rocksandbox"); unlockBinding("minimal_root", ns); assign("minimal_root", function(...) stop("no view today"), envir = ns) })\n', { mode: 0o644 });
+      server = await startTestServer({ r: { startOnBoot: true, spareSessions: 0, profile } });
+    });
+    after(async () => {
+      await server?.stop();
+      rmSync(folder, { recursive: true, force: true });
+    });
+
+    it("is refused at once, saying so, never served unconfined; the R server's log says why", async () => {
+      const t = performance.now();
+      const created = await rest(server.url, "POST", "/r/sessions", admin);
+      const took = performance.now() - t;
+      expect(created.status, created.text).to.equal(500);
+      expect(created.json<{ message: string }>().message).to.match(/^R session could not start: it ended before it served/);
+      expect(took, "said when the session ended, not at the 15 s timeout").to.be.lessThan(5000);
+      const log = await rest(server.url, "GET", "/rserver/_log", admin);
+      expect(log.text).to.include("R session not confined, so not started: no view today");
+      expect((await rest(server.url, "GET", "/r/sessions", admin)).json<unknown[]>()).to.deep.equal([]);
+    });
+  });
+
   describe("r.sessionNetwork", () => {
     let none: TestServer;
     let host: TestServer;

@@ -96,3 +96,13 @@ export async function cpuSeconds(pid: number): Promise<number | undefined> {
     return undefined;
   }
 }
+
+/** Whether the process has ended (gone, or a zombie its parent has not collected yet). */
+export async function hasEnded(pid: number): Promise<boolean> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
+}
