@@ -78,10 +78,16 @@ export async function rHas(lib: string, pkg: string): Promise<boolean> {
 
 /**
  * Installs CRAN packages into `lib` from the repository R is configured with (getOption("repos")),
- * dependencies found in Debian's R library first; undefined once R finds `check`, else why not.
+ * dependencies found in Debian's R library first; undefined once R loads every one of `checks`, else
+ * why not.
  */
-export async function ensureCran(what: string, lib: string, packages: readonly string[], check: string): Promise<string | undefined> {
-  if (await rHas(lib, check)) return undefined;
+export async function ensureCran(what: string, lib: string, packages: readonly string[], checks: readonly string[]): Promise<string | undefined> {
+  const loadable = async () => {
+    for (const c of checks) if (!(await rHas(lib, c))) return false;
+    return true;
+  };
+  if (await loadable()) return undefined;
+  const check = checks.at(-1)!;
   const pkgs = `c(${packages.map((p) => JSON.stringify(p)).join(", ")})`;
   // Not --vanilla: that would drop the site profile that names R's repository here.
   const script = `.libPaths(c(${JSON.stringify(lib)}, .libPaths())); install.packages(${pkgs}, lib = ${JSON.stringify(lib)}, Ncpus = 2L, quiet = TRUE); if (!suppressWarnings(requireNamespace(${JSON.stringify(check)}, quietly = TRUE))) quit(status = 1)`;
@@ -90,7 +96,7 @@ export async function ensureCran(what: string, lib: string, packages: readonly s
   } catch (e) {
     return `${what}: install.packages(${packages.join(", ")}) failed: ${lastLine(e)}`;
   }
-  return (await rHas(lib, check)) ? undefined : `${what}: R still cannot load ${check} after install.packages into ${lib}`;
+  return (await loadable()) ? undefined : `${what}: R still cannot load ${checks.join(", ")} after install.packages into ${lib}`;
 }
 
 function lastLine(e: unknown): string {

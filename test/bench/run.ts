@@ -12,6 +12,7 @@ import { runClusterBench } from "./cluster-bench.js";
 import { runGrpcBench } from "./grpc-bench.js";
 import { runNetworksBench } from "./networks-bench.js";
 import { runObserveBench } from "./observe-bench.js";
+import { runPeersBench } from "./peers-bench.js";
 import { runQuotasBench } from "./quotas-bench.js";
 import { runRBench } from "./r-bench.js";
 import { runTransfersBench } from "./transfers-bench.js";
@@ -53,6 +54,7 @@ try {
   if (only === "" || only === "observe") for (const s of await runObserveBench({ quick, log })) console.log(render(s)), sections.push(s);
   if (only === "" || only === "cluster") for (const s of await runClusterBench({ quick, log })) console.log(render(s)), sections.push(s);
   if (only === "" || only === "quotas") for (const s of await runQuotasBench({ quick, log })) console.log(render(s)), sections.push(s);
+  if (only === "" || only === "peers") for (const s of await runPeersBench({ quick, log })) console.log(render(s)), sections.push(s);
   if (only === "" || only === "transfers") for (const s of await runTransfersBench({ quick, log })) console.log(render(s)), sections.push(s);
 } catch (e) {
   failed = true;
