@@ -126,8 +126,8 @@ export async function runTransfersBench(o: TransfersBenchOptions): Promise<Secti
       await t.after();
       return { mbps: bytes / 1e6 / seconds, cpuSeconds: cpuUsed, rssGrowth: peak - rssBefore };
     };
-    // Warm-up: every kind once, unmeasured (first reads of the code paths, nginx's workers forked).
-    for (const t of [...downloads, ...multipart, ...raw]) await measure(t, t.args.includes("-o") ? "download" : "upload");
+    // No warm-up round: a transfer lasts a second or more, what a first call costs (loading code,
+    // nginx's first request) is milliseconds; and the upload above already ran this server's path once.
 
     const discarded = downloads.map(discard);
     const got = { down: new Map<Peer, Measured[]>(), discarded: new Map<Peer, Measured[]>(), multipart: new Map<Peer, Measured[]>(), raw: new Map<Peer, Measured[]>() };
@@ -167,7 +167,7 @@ export async function runTransfersBench(o: TransfersBenchOptions): Promise<Secti
       { figure: "server RSS growth, upload (largest)", value: `+${mib(upGrowth)}`, target: `< ${mib(limit)}`, verdict: verdict(upGrowth < limit) },
     );
     s.notes.push(
-      `Medians of ${rounds} rounds after one unmeasured transfer of each kind; each round runs the downloads (to a file, then to /dev/null), the multipart uploads and the raw uploads, each peer first in turn. MB = 10^6 bytes; rate = size / curl's time_total; the source file is in the page cache; a download is written to a file (removed after), every upload to a new file (removed after).`,
+      `Medians of ${rounds} rounds; each round runs the downloads (to a file, then to /dev/null), the multipart uploads and the raw uploads, each peer first in turn. MB = 10^6 bytes; rate = size / curl's time_total; the source file is in the page cache; a download is written to a file (removed after), every upload to a new file (removed after).`,
     );
     s.notes.push(
       "nginx: Debian's nginx-light, worker_processes auto, sendfile on, tcp_nopush on, WebDAV PUT into a folder on the same file system (the body goes to a temporary file, then is renamed). bare node:http = test/bench/file-floor-server.ts: busboy to a file for multipart, the body piped to a file for PUT, 1 MiB reads to the socket, no auth, checks, staging or uid.",
