@@ -99,8 +99,10 @@ export async function ensureCran(what: string, lib: string, packages: readonly s
   return (await loadable()) ? undefined : `${what}: R still cannot load ${checks.join(", ")} after install.packages into ${lib}`;
 }
 
+/** The lines that say what went wrong (R's install warnings end with advice, not the cause). */
 function lastLine(e: unknown): string {
   const err = e as { stderr?: string; message?: string };
   const text = (err.stderr || err.message || String(e)).trim().split("\n").filter((l) => l.trim() !== "");
-  return text.slice(-3).join(" / ").slice(0, 400);
+  const causes = text.filter((l) => /not available|non-zero exit|error|E: /i.test(l));
+  return (causes.length > 0 ? causes.slice(-3) : text.slice(-3)).join(" / ").slice(0, 400);
 }
