@@ -27,6 +27,8 @@ const USER = "admin";
 const TO_JSON = "auto_unbox = TRUE, null = 'null', na = 'null', digits = NA";
 const DF = "set.seed(1); df <- data.frame(a = 1:1e5, b = rnorm(1e5), c = sample(letters, 1e5, TRUE))";
 const SUMMARY = "as.list(summary(1:1e6))";
+/** Two significant digits below 0.1×: against OpenCPU "0.00×" would say nothing. */
+const ratio = (x: number) => (x >= 0.1 ? times(x) : `${x.toPrecision(2)}×`);
 
 export interface PeersBenchOptions {
   readonly quick: boolean;
@@ -140,7 +142,7 @@ export async function runPeersBench(o: PeersBenchOptions): Promise<Section[]> {
         s.rows.push(
           theirs === undefined
             ? { figure: `${figure} — ${p.name}`, value: ms(ours * 1000), reference: `${p.name}: ${p.lacks?.[row] ?? "n/a"}` }
-            : { figure: `${figure} — ${p.name}`, value: ms(ours * 1000), reference: `${p.name} ${ms(theirs * 1000)}`, ratio: times(ours / theirs) },
+            : { figure: `${figure} — ${p.name}`, value: ms(ours * 1000), reference: `${p.name} ${ms(theirs * 1000)}`, ratio: ratio(ours / theirs) },
         );
       }
     };

@@ -3,8 +3,10 @@
  * figure beside a reference measured in the same run.
  *
  *   BENCH_QUICK=1         small counts, 100 MB files (smoke run)
- *   BENCH_ONLY=r|grpc|networks|observe|cluster|quotas one part only (observe: what logging and metrics
- *                         cost a call; cluster: nodes behind HAProxy; quotas: what a cgroup and a minimal root per session cost)
+ *   BENCH_ONLY=r|grpc|networks|observe|cluster|quotas|peers|transfers one part only (observe: what
+ *                         logging and metrics cost a call; cluster: nodes behind HAProxy; quotas: what a
+ *                         cgroup and a minimal root per session cost; peers: Rserve, plumber and OpenCPU
+ *                         beside this server; transfers: curl against this server, nginx and bare node:http)
  */
 import os from "node:os";
 import { cleanupAll } from "./cleanup.js";
