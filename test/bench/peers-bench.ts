@@ -47,7 +47,7 @@ interface Peer {
   readonly counts: Partial<Record<RowName, number>>;
   /** The answer each row gives, checked before anything is timed; `firstRow`: the df's first row as rock gives it. */
   readonly check: (firstRow: string) => Promise<void>;
-  /** What the peer cannot do, said in the notes. */
+  /** What the peer cannot do, said in its row instead of a figure. */
   readonly lacks?: Partial<Record<RowName, string>>;
   stop(): Promise<void>;
 }
@@ -166,7 +166,6 @@ export async function runPeersBench(o: PeersBenchOptions): Promise<Section[]> {
       "Stateful pair: rock's session and Rserve's connection keep `x`; plumber keeps it in its one global environment, shared by every client; OpenCPU stores each call's value under a key (POST stats::rnorm(n = 1e5), then POST base::mean(x = key)).",
       "plumber and OpenCPU (both on httpuv) get a new connection per request: httpuv writes an answer's header and body in two writes, so on a kept-alive connection every answer waits for the client's delayed ACK (~40 ms; plumber's `1+1` kept alive is shown apart). rock and Rserve keep their connections.",
     );
-    for (const p of peers) for (const [row, why] of Object.entries(p.lacks ?? {})) if (!p.rows[row as RowName]) s.notes.push(`${p.name}, ${row === "session" ? "session open + close" : row}: ${why}`);
     const fresh = median("plumber", "one");
     const plumber = peers.find((p) => p.name === "plumber") as (Peer & { keepAlive?: (n: number) => Promise<number> }) | undefined;
     if (plumber?.keepAlive && fresh !== undefined) s.rows.push({ figure: "plumber `1+1`, connection kept alive (httpuv's delayed ACK)", value: ms((await plumber.keepAlive(count(20))) * 1000), reference: `new connection each: ${ms(fresh * 1000)}` });
