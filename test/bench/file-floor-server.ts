@@ -1,10 +1,12 @@
 /**
- * The floor of the file transfers, run by r-bench.ts in a process of its own (like the server under
- * test): a bare node:http server that stores a multipart upload's file part with busboy, as the
- * server does, and answers a download by streaming the file in 1 MiB reads. No auth, no checks, no
- * staging, no uid. Usage: file-floor-server.ts <folder>; `POST /` stores `<folder>/floor-upload.bin`,
- * `GET /?path=<name>` sends `<folder>/<name>`. Prints its port on stdout; exits when stdin closes
- * (the bench process is gone) or on SIGTERM.
+ * The floor of the file transfers, run by r-bench.ts and transfers-bench.ts in a process of its own
+ * (like the server under test): a bare node:http server that stores a multipart upload's file part
+ * with busboy, as the server does, and answers a download by streaming the file in 1 MiB reads. No
+ * auth, no checks, no staging, no uid. Usage: file-floor-server.ts <folder>; a multipart `POST /`
+ * stores its file part in `<folder>/floor-upload.bin`, a `PUT /` (or a POST of any other type) stores
+ * its body there as it comes (what `curl -T` sends, the counterpart of a WebDAV PUT), `GET
+ * /?path=<name>` sends `<folder>/<name>`. Prints its port on stdout; exits when stdin closes (the
+ * bench process is gone) or on SIGTERM.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -21,10 +23,15 @@ const server = http.createServer((req, res) => {
     if (!res.headersSent) res.writeHead(500).end(String(e));
     else res.destroy();
   };
+  const target = join(folder, "floor-upload.bin");
+  if (req.method === "PUT" || (req.method === "POST" && !/^multipart\/form-data/i.test(req.headers["content-type"] ?? ""))) {
+    pipeline(req, createWriteStream(target, { highWaterMark: 4 << 20 })).then(() => res.writeHead(200).end("ok"), fail);
+    return;
+  }
   if (req.method === "POST") {
     const bb = busboy({ headers: req.headers });
     const stored: Promise<unknown>[] = [];
-    bb.on("file", (_name, file) => stored.push(pipeline(file, createWriteStream(join(folder, "floor-upload.bin"), { highWaterMark: 4 << 20 }))));
+    bb.on("file", (_name, file) => stored.push(pipeline(file, createWriteStream(target, { highWaterMark: 4 << 20 }))));
     bb.once("close", () => Promise.all(stored).then(() => res.writeHead(200).end("ok"), fail));
     bb.once("error", fail);
     req.pipe(bb);

@@ -594,7 +594,7 @@ async function fileBench(o: RBenchOptions, ours: Ours, id: string): Promise<Sect
 }
 
 /** The bare file server (file-floor-server.ts) in a process of its own, serving `dir`. */
-async function startFileFloor(dir: string): Promise<{ port: number; stop: () => Promise<void> }> {
+export async function startFileFloor(dir: string): Promise<{ port: number; url: string; pid: number; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, ["--import", "tsx", "test/bench/file-floor-server.ts", dir], { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
   child.stdin?.on("error", () => undefined);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -612,7 +612,7 @@ async function startFileFloor(dir: string): Promise<{ port: number; stop: () => 
       });
       child.once("exit", (code) => reject(new Error(`the bare file server exited (${code})`)));
     });
-    return { port, stop };
+    return { port, url: `http://127.0.0.1:${port}`, pid: child.pid!, stop };
   } catch (e) {
     await stop();
     throw e;

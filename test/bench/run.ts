@@ -3,8 +3,10 @@
  * figure beside a reference measured in the same run.
  *
  *   BENCH_QUICK=1         small counts, 100 MB files (smoke run)
- *   BENCH_ONLY=r|grpc|networks|observe|cluster|quotas one part only (observe: what logging and metrics
- *                         cost a call; cluster: nodes behind HAProxy; quotas: what a cgroup and a minimal root per session cost)
+ *   BENCH_ONLY=r|grpc|networks|observe|cluster|quotas|peers|transfers one part only (observe: what
+ *                         logging and metrics cost a call; cluster: nodes behind HAProxy; quotas: what a
+ *                         cgroup and a minimal root per session cost; peers: Rserve, plumber and OpenCPU
+ *                         beside this server; transfers: curl against this server, nginx and bare node:http)
  */
 import os from "node:os";
 import { cleanupAll } from "./cleanup.js";
@@ -12,15 +14,18 @@ import { runClusterBench } from "./cluster-bench.js";
 import { runGrpcBench } from "./grpc-bench.js";
 import { runNetworksBench } from "./networks-bench.js";
 import { runObserveBench } from "./observe-bench.js";
+import { runPeersBench } from "./peers-bench.js";
 import { runQuotasBench } from "./quotas-bench.js";
 import { runRBench } from "./r-bench.js";
+import { runTransfersBench } from "./transfers-bench.js";
 import { render, type Section } from "./report.js";
 import { rWorkerCount } from "./server-process.js";
 
 const quick = ["1", "true", "yes"].includes((process.env.BENCH_QUICK ?? "").toLowerCase());
 const only = process.env.BENCH_ONLY ?? "";
-if (only !== "" && only !== "r" && only !== "grpc" && only !== "networks" && only !== "observe" && only !== "cluster" && only !== "quotas") {
-  console.error(`BENCH_ONLY must be r, grpc, networks, observe, cluster or quotas, not ${JSON.stringify(only)}`);
+const parts = ["r", "grpc", "networks", "observe", "cluster", "quotas", "transfers", "peers"];
+if (only !== "" && !parts.includes(only)) {
+  console.error(`BENCH_ONLY must be one of ${parts.join(", ")}, not ${JSON.stringify(only)}`);
   process.exit(2);
 }
 
@@ -51,6 +56,8 @@ try {
   if (only === "" || only === "observe") for (const s of await runObserveBench({ quick, log })) console.log(render(s)), sections.push(s);
   if (only === "" || only === "cluster") for (const s of await runClusterBench({ quick, log })) console.log(render(s)), sections.push(s);
   if (only === "" || only === "quotas") for (const s of await runQuotasBench({ quick, log })) console.log(render(s)), sections.push(s);
+  if (only === "" || only === "peers") for (const s of await runPeersBench({ quick, log })) console.log(render(s)), sections.push(s);
+  if (only === "" || only === "transfers") for (const s of await runTransfersBench({ quick, log })) console.log(render(s)), sections.push(s);
 } catch (e) {
   failed = true;
   if (!interrupted) console.error(e);
