@@ -6,7 +6,7 @@ import { networkMatcher } from "./auth/open-networks.js";
 import { bootstrapUsers } from "./auth/bootstrap.js";
 import { UserDirectory } from "./auth/users.js";
 import type { Config } from "./config/config.js";
-import { registerService, wrapMethods, type RegisteredService } from "./edge/service-registry.js";
+import { registerService, wrapMethods, type RegisteredService } from "./transport/service-registry.js";
 import { restStyleOf } from "./rest-contracts.js";
 import { NetworkService } from "../gen/es/rock/networks/v1/networks_pb.js";
 import { RService } from "../gen/es/rock/r/v1/rservice_pb.js";

@@ -4,11 +4,11 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { Code } from "@connectrpc/connect";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { restError, type RestError } from "../edge/errors.js";
+import { restError, type RestError } from "../transport/protocols/rest/errors.js";
 import { openApiText } from "./document.js";
 import { DOCS_CSP, DOCS_HTML, DOCS_SCRIPT } from "./docs-page.js";
 import type { OpenApiDocument } from "./types.js";
-import { pathOf } from "../edge/request-path.js";
+import { pathOf } from "../transport/http.js";
 
 type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 /** What this handler needs of an HTTP/1 or HTTP/2 response. */

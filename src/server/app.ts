@@ -5,11 +5,11 @@ import { createContextValues, type ContextValues, type Interceptor } from "@conn
 import type { IncomingMessage } from "node:http";
 import type { Http2ServerRequest } from "node:http2";
 import { clientAddressKey } from "../auth/caller.js";
-import { createRestHandler } from "../edge/rest-handler.js";
+import { createRestHandler } from "../transport/protocols/rest/rest.js";
 import { observerIn } from "./call-observer.js";
-import { RouteTable } from "../edge/route-table.js";
-import { rpcAdapter } from "../edge/rpc-adapter.js";
-import { createUnaryFastPath } from "../rpc/unary-fast-path.js";
+import { RouteTable } from "../transport/protocols/rest/route-table.js";
+import { rpcAdapter } from "../transport/protocols/rpc/connect-es.js";
+import { createUnaryFastPath } from "../transport/protocols/rpc/fast-unary.js";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { buildOpenApi } from "../openapi/document.js";
 import { withApiDocs } from "../openapi/docs-handler.js";
@@ -17,7 +17,7 @@ import type { LimitsConfig } from "../config/config.js";
 import type { UserDirectory } from "../auth/users.js";
 import type { Registry } from "prom-client";
 import { withMetrics } from "./metrics-handler.js";
-import { registerService, routeMethods, type RegisteredService } from "../edge/service-registry.js";
+import { registerService, routeMethods, type RegisteredService } from "../transport/service-registry.js";
 import { createHealth, Health } from "./health.js";
 import type { ServingState } from "./lifecycle.js";
 import { listenOnePort, type ConnectionLimits, type OnePortServer, type RequestListener } from "../listener/listener.js";
@@ -40,7 +40,7 @@ export interface ServerOptions {
   readonly serving: ServingState;
   /** GET /metrics, for callers of `users` with a role that may read it. */
   readonly metrics: { readonly registry: Registry; readonly users: UserDirectory };
-  /** Unary RPCs on the unary fast path (src/rpc/); false: Connect-ES serves every RPC. */
+  /** Unary RPCs on the unary fast path (src/transport/protocols/rpc/fast-unary.ts); false: Connect-ES serves every RPC. */
   readonly unaryFastPath: boolean;
   /** The client's address of a request (src/server/client-address.ts). */
   readonly clientAddress: (req: IncomingMessage | Http2ServerRequest) => string | undefined;

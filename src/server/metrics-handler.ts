@@ -3,9 +3,9 @@ import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { Registry } from "prom-client";
 import { parseBasic, unauthenticated } from "../auth/basic.js";
 import type { UserDirectory } from "../auth/users.js";
-import { restError, toRestError, type RestError } from "../edge/errors.js";
+import { restError, toRestError, type RestError } from "../transport/protocols/rest/errors.js";
 import { Fault } from "../errors/fault.js";
-import { pathOf } from "../edge/request-path.js";
+import { pathOf } from "../transport/http.js";
 
 type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 interface Res {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { expect } from "chai";
 import * as grpc from "@grpc/grpc-js";
 import { Code, ConnectError, type Interceptor, type StreamResponse } from "@connectrpc/connect";
-import { toRestError } from "../../src/edge/errors.js";
+import { toRestError } from "../../src/transport/protocols/rest/errors.js";
 import { Fault, type FaultKind } from "../../src/errors/fault.js";
 import { FAULT_ANSWERS, faultError } from "../../src/errors/mapping.js";
 import { faultConversion } from "../../src/server/faults.js";

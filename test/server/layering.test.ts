@@ -6,7 +6,7 @@ import ts from "typescript";
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
 /**
- * The layers, outside in: transport (src/listener, src/edge, src/rpc) → the server that composes
+ * The layers, outside in: transport (src/listener, src/transport) → the server that composes
  * them, with its interceptors (src/server, src/auth) → services (src/r/service, src/networks/service:
  * proto ↔ domain) → domain (the rest of src/r and src/networks). Dependencies run that way only; a rule
  * names the files it binds and what they must not import.
@@ -26,32 +26,42 @@ const RULES: readonly Rule[] = [
     name: "the domain knows nothing of proto, Connect, the transports, the server, auth or the services",
     files: ["src/r/", "src/networks/"],
     except: ["src/*/service/"],
-    mustNotImport: ["gen/", "@bufbuild/", "@connectrpc/", "src/edge/", "src/rpc/", "src/listener/", "src/server/", "src/auth/", "src/*/service/"],
+    mustNotImport: ["gen/", "@bufbuild/", "@connectrpc/", "src/transport/", "src/listener/", "src/server/", "src/auth/", "src/*/service/"],
   },
   {
     name: "the transports know nothing of the server that composes them, nor of auth",
-    files: ["src/edge/", "src/rpc/", "src/listener/"],
+    files: ["src/transport/", "src/listener/"],
     mustNotImport: ["src/server/", "src/auth/"],
   },
   {
     name: "the services know nothing of the transports or the server",
     files: ["src/*/service/"],
-    mustNotImport: ["src/edge/", "src/rpc/", "src/listener/", "src/server/"],
+    mustNotImport: ["src/transport/", "src/listener/", "src/server/"],
   },
   {
     name: "the cluster wraps the services' handlers and knows nothing of the transports or the server",
     files: ["src/cluster/"],
-    mustNotImport: ["src/edge/", "src/rpc/", "src/listener/", "src/server/", "src/auth/"],
+    mustNotImport: ["src/transport/", "src/listener/", "src/server/", "src/auth/"],
   },
   {
     name: "the setup runs before anything serves: it knows no transport, server or service",
     files: ["src/setup/"],
-    mustNotImport: ["gen/", "@connectrpc/", "src/edge/", "src/rpc/", "src/listener/", "src/server/", "src/*/service/"],
+    mustNotImport: ["gen/", "@connectrpc/", "src/transport/", "src/listener/", "src/server/", "src/*/service/"],
   },
   {
     name: "the domain is handed its configuration parsed: of src/config it reads the types alone",
     files: ["src/r/", "src/networks/"],
     mustNotImport: ["src/config/load.ts", "src/config/settings.ts", "src/config/setting.ts", "src/config/kinds.ts", "src/config/users.ts", "src/config/rock.ts"],
+  },
+  {
+    name: "REST is one protocol adapter beside the RPC protocols: it imports none of theirs",
+    files: ["src/transport/protocols/rest/"],
+    mustNotImport: ["src/transport/protocols/rpc/"],
+  },
+  {
+    name: "the RPC protocols import nothing of REST's",
+    files: ["src/transport/protocols/rpc/"],
+    mustNotImport: ["src/transport/protocols/rest/"],
   },
 ];
 
@@ -201,14 +211,14 @@ describe("layering: imports run transport → server → services → domain", (
           'export { callerKey } from "../auth/caller.js";',
           'import "../server/app.js";',
           'const later = () => import("./service/handlers.js");',
-          '// a comment naming from "../edge/errors.js" is no import',
-          'const text = "from \\"../rpc/wire.js\\"";',
+          '// a comment naming from "../transport/protocols/rest/errors.js" is no import',
+          'const text = "from \\"../transport/protocols/rpc/wire.js\\"";',
           'import { Channel } from "../channel.js";',
           'import { evalFrame } from "./protocol.js";',
         ].join("\n"),
       ],
-      ["src/r/service/planted.ts", 'import { createRestHandler } from "../../edge/rest-handler.js";'],
-      ["src/edge/planted.ts", 'import { responseMeterKey } from "./response-meter.js";'],
+      ["src/r/service/planted.ts", 'import { createRestHandler } from "../../transport/protocols/rest/rest.js";'],
+      ["src/transport/planted.ts", 'import { responseMeterKey } from "./call/response-meter.js";'],
     ]);
     const exists = () => true;
     expect(offences(RULES[0]!, planted, exists)).to.deep.equal([
@@ -218,12 +228,12 @@ describe("layering: imports run transport → server → services → domain", (
       "src/r/planted.ts imports src/server/app.ts",
       "src/r/planted.ts imports src/r/service/handlers.ts",
     ]);
-    expect(offences(RULES[2]!, planted, exists)).to.deep.equal(["src/r/service/planted.ts imports src/edge/rest-handler.ts"]);
+    expect(offences(RULES[2]!, planted, exists)).to.deep.equal(["src/r/service/planted.ts imports src/transport/protocols/rest/rest.ts"]);
     expect(offences(RULES[1]!, planted, exists)).to.deep.equal([]);
   });
 
   it("reads the real sources: the server's import of the transports' response meter is among them", () => {
     expect(sources.size).to.be.greaterThan(100);
-    expect(importsOf("src/server/call-observer.ts", sources.get("src/server/call-observer.ts")!, onDisk)).to.include("src/edge/response-meter.ts");
+    expect(importsOf("src/server/call-observer.ts", sources.get("src/server/call-observer.ts")!, onDisk)).to.include("src/transport/call/response-meter.ts");
   });
 });

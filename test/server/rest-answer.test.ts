@@ -9,10 +9,10 @@ import { file_google_api_annotations, http as httpOption } from "../../gen/es/go
 import { HttpRuleSchema } from "../../gen/es/google/api/http_pb.js";
 import { file_rock_options_v1_rest, rest_answer, RestAnswerSchema } from "../../gen/es/rock/options/v1/rest_pb.js";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import { createRestHandler } from "../../src/edge/rest-handler.js";
-import { compileRestAnswer } from "../../src/edge/rest-answer.js";
-import { RouteTable } from "../../src/edge/route-table.js";
-import { registerService } from "../../src/edge/service-registry.js";
+import { createRestHandler } from "../../src/transport/protocols/rest/rest.js";
+import { compileRestAnswer } from "../../src/transport/protocols/rest/rest-answer.js";
+import { RouteTable } from "../../src/transport/protocols/rest/route-table.js";
+import { registerService } from "../../src/transport/service-registry.js";
 import { rest } from "../support/clients.js";
 
 /**

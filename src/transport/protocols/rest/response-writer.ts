@@ -1,6 +1,6 @@
 import { toJson, type DescField, type DescMessage, type DescOneof, type Message } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
-import type { HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
+import type { HttpBody } from "../../../../gen/es/google/api/httpbody_pb.js";
 import { isHttpBody } from "./request-decoder.js";
 import { createdPath } from "./rest-answer.js";
 import type { Route } from "./route-table.js";

@@ -6,12 +6,12 @@ import { compressedFlag, compressionNegotiate, invokeUnaryImplementation, type C
 import * as connect from "@connectrpc/connect/protocol-connect";
 import * as grpc from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
-import { createCallContext, nodeHeaders, type CallContext } from "../edge/call-context.js";
-import { dropUnreadBody, readWholeBody } from "../edge/read-body.js";
-import { refusedRequest, ResponseMeter, responseMeterKey, type RefusedCall } from "../edge/response-meter.js";
+import { createCallContext, nodeHeaders, type CallContext } from "../../call/call-context.js";
+import { dropUnreadBody, readWholeBody } from "../read-body.js";
+import { refusedRequest, ResponseMeter, responseMeterKey, type RefusedCall } from "../../call/response-meter.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 import { envelope, ENVELOPE_HEADER_BYTES, isGrpcFamily, MethodCodec, singleEnvelope, wireOf, type Wire } from "./wire.js";
-import { pathOf } from "../edge/request-path.js";
+import { pathOf } from "../../http.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 /** What the fast path needs of an HTTP/1 or HTTP/2 response (their write() signatures differ). */

@@ -5,17 +5,17 @@ import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import type { ContextValues, Interceptor } from "@connectrpc/connect";
 import { invokeUnaryImplementation, transformInvokeImplementation } from "@connectrpc/connect/protocol";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
-import { createCallContext, nodeHeaders, type CallContext } from "./call-context.js";
+import type { HttpBody } from "../../../../gen/es/google/api/httpbody_pb.js";
+import { createCallContext, nodeHeaders, type CallContext } from "../../call/call-context.js";
 import { errorLine, restError, toRestError, type RestError } from "./errors.js";
-import { Fault } from "../errors/fault.js";
-import { codeOf } from "../errors/mapping.js";
+import { Fault } from "../../../errors/fault.js";
+import { codeOf } from "../../../errors/mapping.js";
 import { decodeRequest, isHttpBody, type RequestParts } from "./request-decoder.js";
 import { encodeUnary, ndjsonLine } from "./response-writer.js";
 import type { Route, RouteTable } from "./route-table.js";
-import { readWholeBody } from "./read-body.js";
+import { readWholeBody } from "../read-body.js";
 import { uploadMessages } from "./upload-stream.js";
-import { refusedRequest, ResponseMeter, responseMeterKey, type RefusedCall } from "./response-meter.js";
+import { refusedRequest, ResponseMeter, responseMeterKey, type RefusedCall } from "../../call/response-meter.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 /** What the edge needs of an HTTP/1 or HTTP/2 response (their write() signatures differ). */

@@ -1,11 +1,11 @@
 import { getOption, hasOption, type DescField, type DescMethod, type DescOneof } from "@bufbuild/protobuf";
 import type { MethodImplSpec } from "@connectrpc/connect";
-import { http as httpOption } from "../../gen/es/google/api/annotations_pb.js";
-import type { HttpRule } from "../../gen/es/google/api/http_pb.js";
-import { source as sourceOption } from "../../gen/es/rock/options/v1/access_pb.js";
+import { http as httpOption } from "../../../../gen/es/google/api/annotations_pb.js";
+import type { HttpRule } from "../../../../gen/es/google/api/http_pb.js";
+import { source as sourceOption } from "../../../../gen/es/rock/options/v1/access_pb.js";
 import { matchPath, parsePathTemplate, type PathTemplate } from "./path-template.js";
 import { compileRestAnswer, type RestAnswerRule } from "./rest-answer.js";
-import type { RegisteredService, RestStyle } from "./service-registry.js";
+import type { RegisteredService, RestStyle } from "../../service-registry.js";
 
 /** One REST binding of an RPC, compiled from its google.api.http rule at start-up. */
 export interface Route {

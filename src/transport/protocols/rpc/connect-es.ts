@@ -11,13 +11,13 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import * as connect from "@connectrpc/connect/protocol-connect";
 import * as grpc from "@connectrpc/connect/protocol-grpc";
-import { MAX_TIMER_MS } from "./call-context.js";
+import { MAX_TIMER_MS } from "../../call/call-context.js";
 import { guardUnaryDecoding, streamDecodeErrors } from "./decode-guard.js";
-import { ResponseMeter, responseMeterKey, type RefusedCall } from "./response-meter.js";
-import { encodeGrpcMessage } from "../rpc/grpc-message.js";
-import { answerUnknownMethod } from "../rpc/unary-fast-path.js";
-import { dropUnreadBody } from "./read-body.js";
-import { pathOf } from "./request-path.js";
+import { ResponseMeter, responseMeterKey, type RefusedCall } from "../../call/response-meter.js";
+import { encodeGrpcMessage } from "./grpc-message.js";
+import { answerUnknownMethod } from "./fast-unary.js";
+import { dropUnreadBody } from "../read-body.js";
+import { pathOf } from "../../http.js";
 
 type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { createContextKey, type Code } from "@connectrpc/connect";
-import { pathOf } from "./request-path.js";
+import { pathOf } from "../http.js";
 
 /** The protocol a call came in with, as the access log and the metrics name it. */
 export type Protocol = "rest" | "grpc" | "grpc-web" | "connect";
