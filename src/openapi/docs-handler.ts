@@ -3,19 +3,11 @@ import fs from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { Code } from "@connectrpc/connect";
-import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { restError, type RestError } from "../transport/protocols/rest/errors.js";
 import { openApiText } from "./document.js";
 import { DOCS_CSP, DOCS_HTML, DOCS_SCRIPT } from "./docs-page.js";
 import type { OpenApiDocument } from "./types.js";
-import { pathOf } from "../transport/http.js";
-
-type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
-/** What this handler needs of an HTTP/1 or HTTP/2 response. */
-interface Res {
-  writeHead(status: number, headers: Record<string, string>): unknown;
-  end(data?: Buffer | string): unknown;
-}
+import { pathOf, type RequestHandler, type ServerResponse } from "../transport/http.js";
 
 interface Served {
   readonly headers: Record<string, string>;
@@ -35,7 +27,7 @@ const SWAGGER_UI_FILES: Readonly<Record<string, string>> = {
  * GET /openapi.json, the /docs page and its assets, in front of `next` (the REST edge). Public: they
  * describe the API and call nothing; the page's "try it out" calls go through the edge like any other.
  */
-export function withApiDocs(document: OpenApiDocument, next: NodeHandlerFn): NodeHandlerFn {
+export function withApiDocs(document: OpenApiDocument, next: RequestHandler): RequestHandler {
   const routes = new Map<string, () => Promise<Served>>([
     ["/openapi.json", once(async () => served("application/json", Buffer.from(openApiText(document))))],
     ["/docs", once(async () => served("text/html; charset=utf-8", Buffer.from(DOCS_HTML), { "content-security-policy": DOCS_CSP }))],
@@ -45,10 +37,9 @@ export function withApiDocs(document: OpenApiDocument, next: NodeHandlerFn): Nod
       once(async () => served(type, await fs.readFile(path.join(SWAGGER_UI_DIR, name)))),
     ]),
   ]);
-  return (req, anyRes) => {
+  return (req, res) => {
     const load = routes.get(pathOf(req.url));
-    if (!load) return next(req, anyRes);
-    const res = anyRes as unknown as Res;
+    if (!load) return next(req, res);
     if (req.method !== "GET" && req.method !== "HEAD") {
       return send(res, restError(Code.Unimplemented, `Method ${req.method} is not allowed here`, 405), { allow: "GET, HEAD" });
     }
@@ -56,7 +47,8 @@ export function withApiDocs(document: OpenApiDocument, next: NodeHandlerFn): Nod
       (file) => {
         const fresh = req.headers["if-none-match"] === file.headers["etag"];
         res.writeHead(fresh ? 304 : 200, file.headers);
-        res.end(fresh || req.method === "HEAD" ? undefined : file.body);
+        if (fresh || req.method === "HEAD") res.end();
+        else res.end(file.body);
       },
       () => send(res, restError(Code.Internal, "Internal error")),
     );
@@ -89,7 +81,7 @@ function once(load: () => Promise<Served>): () => Promise<Served> {
   };
 }
 
-function send(res: Res, e: RestError, extra: Record<string, string> = {}): void {
+function send(res: ServerResponse, e: RestError, extra: Record<string, string> = {}): void {
   res.writeHead(e.status, { ...e.headers, ...extra, "content-length": String(Buffer.byteLength(e.body)) });
   res.end(e.body);
 }

@@ -2,9 +2,9 @@ import { setMaxListeners } from "node:events";
 import { create, createFileRegistry, type DescFile, type DescService } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
-import type { IncomingMessage } from "node:http";
-import type { Http2ServerRequest } from "node:http2";
 import { clientAddressKey } from "../auth/caller.js";
+import { CallKernel } from "../transport/call/call-kernel.js";
+import type { RequestHandler, ServerRequest } from "../transport/http.js";
 import { createRestHandler } from "../transport/protocols/rest/rest.js";
 import { observerIn } from "./call-observer.js";
 import { RouteTable } from "../transport/protocols/rest/route-table.js";
@@ -20,7 +20,7 @@ import { withMetrics } from "./metrics-handler.js";
 import { registerService, routeMethods, type RegisteredService } from "../transport/service-registry.js";
 import { createHealth, Health } from "./health.js";
 import type { ServingState } from "./lifecycle.js";
-import { listenOnePort, type ConnectionLimits, type OnePortServer, type RequestListener } from "../listener/listener.js";
+import { listenOnePort, type ConnectionLimits, type OnePortServer } from "../listener/listener.js";
 import type { Logger } from "./logger.js";
 import { createReflection, ReflectionV1, ReflectionV1Alpha } from "./reflection.js";
 import type { TlsCredentials } from "../listener/tls.js";
@@ -43,7 +43,7 @@ export interface ServerOptions {
   /** Unary RPCs on the unary fast path (src/transport/protocols/rpc/fast-unary.ts); false: Connect-ES serves every RPC. */
   readonly unaryFastPath: boolean;
   /** The client's address of a request (src/server/client-address.ts). */
-  readonly clientAddress: (req: IncomingMessage | Http2ServerRequest) => string | undefined;
+  readonly clientAddress: (req: ServerRequest) => string | undefined;
 }
 
 /** The connection and request time bounds of the configuration. */
@@ -69,20 +69,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const onInternalError = (err: unknown) => opts.logger.error("internal error", { error: String((err as Error)?.stack ?? err) });
 
   // Every transport starts a call's context values here, so that only the composition knows auth's key.
-  const contextValues = (req: IncomingMessage | Http2ServerRequest): ContextValues =>
+  const contextValues = (req: ServerRequest): ContextValues =>
     createContextValues().set(clientAddressKey, opts.clientAddress(req));
   const health = createHealth(opts.services.map((s) => s.desc.typeName), opts.serving);
   const table = new RouteTable(opts.services);
-  const refused = observerIn(opts.interceptors)?.refused;
+  const kernel = new CallKernel({ contextValues, shutdownSignal: shutdown.signal, refused: observerIn(opts.interceptors)?.refused });
   const rest = createRestHandler({
     table,
     interceptors: opts.interceptors,
-    contextValues,
+    kernel,
     maxBodyBytes: opts.maxBodyBytes,
     maxUploadBytes: opts.maxUploadBytes,
-    shutdownSignal: shutdown.signal,
     onInternalError,
-    refused,
   });
   const compressions = [compressionGzip, compressionBrotli];
   const connectHandler = rpcAdapter({
@@ -93,27 +91,25 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       router.service(ReflectionV1Alpha, reflection.v1alpha);
     },
     interceptors: [...opts.interceptors],
-    contextValues,
+    kernel,
     readMaxBytes: opts.maxBodyBytes,
     acceptCompression: compressions,
     shutdownSignal: shutdown.signal,
     // /metrics, /openapi.json and /docs are not RPCs; every other path goes to the edge.
     fallback: withMetrics(opts.metrics.registry, opts.metrics.users, opts.clientAddress, onInternalError, withApiDocs(buildOpenApi(table), rest)),
     onHandlerError: onInternalError,
-    refused,
   });
   const fast = opts.unaryFastPath
     ? createUnaryFastPath({
         services: [...opts.services, registerService(Health, health, { alwaysEmitImplicit: false })],
         interceptors: opts.interceptors,
-        contextValues,
+        kernel,
         readMaxBytes: opts.maxBodyBytes,
         compressions,
-        shutdownSignal: shutdown.signal,
         onInternalError,
       })
     : undefined;
-  const handler: RequestListener = fast ? (req, res) => void (fast(req, res) || connectHandler(req, res)) : connectHandler;
+  const handler: RequestHandler = fast ? (req, res) => void (fast(req, res) || connectHandler(req, res)) : connectHandler;
   const streamedRpcs = streamingRpcPaths([...served, ReflectionV1, ReflectionV1Alpha]);
   const limits = connectionLimits(opts.timeouts, (method, path) => streamedRpcs.has(path) || table.streamsRequest(method, path));
   const server: OnePortServer = await listenOnePort(handler, { port: opts.port, host: opts.host, limits, tls: opts.tls });

@@ -9,6 +9,7 @@ import { file_google_api_annotations, http as httpOption } from "../../gen/es/go
 import { HttpRuleSchema } from "../../gen/es/google/api/http_pb.js";
 import { file_rock_options_v1_rest, rest_answer, RestAnswerSchema } from "../../gen/es/rock/options/v1/rest_pb.js";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { CallKernel } from "../../src/transport/call/call-kernel.js";
 import { createRestHandler } from "../../src/transport/protocols/rest/rest.js";
 import { compileRestAnswer } from "../../src/transport/protocols/rest/rest-answer.js";
 import { RouteTable } from "../../src/transport/protocols/rest/route-table.js";
@@ -51,10 +52,9 @@ describe("REST answer option (rest_answer)", () => {
     const handler = createRestHandler({
       table,
       interceptors: [],
-      contextValues: () => createContextValues(),
+      kernel: new CallKernel({ contextValues: () => createContextValues(), shutdownSignal: shutdown.signal }),
       maxBodyBytes: 1 << 16,
       maxUploadBytes: 1 << 16,
-      shutdownSignal: shutdown.signal,
       onInternalError: (err) => {
         throw err;
       },

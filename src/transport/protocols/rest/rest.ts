@@ -1,134 +1,107 @@
-import type http from "node:http";
-import type http2 from "node:http2";
-import { create, type DescMethod, type Message } from "@bufbuild/protobuf";
-import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import type { ContextValues, Interceptor } from "@connectrpc/connect";
+import { create, type Message } from "@bufbuild/protobuf";
+import type { Interceptor } from "@connectrpc/connect";
 import { invokeUnaryImplementation, transformInvokeImplementation } from "@connectrpc/connect/protocol";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { HttpBody } from "../../../../gen/es/google/api/httpbody_pb.js";
-import { createCallContext, nodeHeaders, type CallContext } from "../../call/call-context.js";
+import type { CallContext } from "../../call/call-context.js";
+import type { Call, CallKernel } from "../../call/call-kernel.js";
+import type { RequestHandler, ServerRequest, ServerResponse } from "../../http.js";
 import { errorLine, restError, toRestError, type RestError } from "./errors.js";
 import { Fault } from "../../../errors/fault.js";
 import { codeOf } from "../../../errors/mapping.js";
-import { decodeRequest, isHttpBody, type RequestParts } from "./request-decoder.js";
-import { encodeUnary, ndjsonLine } from "./response-writer.js";
+import { decodeRequest, type RequestParts } from "./request-decoder.js";
+import { encodeUnary, httpBodyIn, ndjsonLine, rawBodyField } from "./response-writer.js";
 import type { Route, RouteTable } from "./route-table.js";
 import { readWholeBody } from "../read-body.js";
 import { uploadMessages } from "./upload-stream.js";
-import { refusedRequest, ResponseMeter, responseMeterKey, type RefusedCall } from "../../call/response-meter.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-/** What the edge needs of an HTTP/1 or HTTP/2 response (their write() signatures differ). */
-interface Res {
-  readonly headersSent: boolean;
-  writeHead(status: number, headers: Record<string, string>): unknown;
-  write(chunk: string | Uint8Array): boolean;
-  end(data?: string | Uint8Array): unknown;
-  destroy(): unknown;
-  once(event: "close" | "drain", fn: () => void): unknown;
-  off(event: "close" | "drain", fn: () => void): unknown;
-}
 
 export interface RestEdgeOptions {
   readonly table: RouteTable;
   readonly interceptors: readonly Interceptor[];
-  /** The context values a call starts with, as connect-node's `contextValues` (the same function). */
-  readonly contextValues: (req: Req) => ContextValues;
+  readonly kernel: CallKernel;
   /** Largest non-upload request body; 413 past it. */
   readonly maxBodyBytes: number;
   readonly maxUploadBytes: number;
-  readonly shutdownSignal: AbortSignal;
   readonly onInternalError: (err: unknown) => void;
-  /** Told of each request the edge answered itself, which no interceptor saw (the call observer records it). */
-  readonly refused?: (call: RefusedCall) => void;
 }
 
 /**
  * The REST/JSON edge: finds the RPC bound to a method and path by its google.api.http annotation,
  * builds the request message from path, query, headers and body, runs the RPC through the same
  * interceptors and handlers as gRPC and Connect (Connect's own invocation functions, no extra
- * transport hop), and writes the answer. Raw bodies (HttpBody) stay bytes both ways.
+ * transport hop), and writes the answer. Raw bodies (HttpBody) stay bytes both ways. Every answer's
+ * status and body bytes go into the call's meter; a request answered without running its RPC (no
+ * route, 405, a body too large or that does not decode) is reported refused, since no interceptor saw it.
  */
-type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
-
-/** The abort reason of a call that ended normally: shared, since an abort without one builds a DOMException per call. */
-const CALL_ENDED = new ConnectError("call ended", Code.Canceled);
-
-export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
+export function createRestHandler(opts: RestEdgeOptions): RequestHandler {
   const interceptors = [...opts.interceptors];
-  return (req, anyRes) => {
-    const res = new MeteredResponse(anyRes as unknown as Res, req, opts.refused);
-    handle(req, res).catch((err) => {
-      res.refusal = codeOf(err);
-      if (!res.headersSent) send(res, toRestError(err, opts.onInternalError));
-      else res.destroy();
-    });
-  };
-
-  async function handle(req: Req, res: MeteredResponse): Promise<void> {
+  const kernel = opts.kernel;
+  return (req, res) => {
     const rawUrl = req.url ?? "/";
     const q = rawUrl.indexOf("?");
     const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
     const httpMethod = req.method ?? "GET";
-    const found = opts.table.lookup(httpMethod, path);
-    if (!found) {
-      res.refusal = Code.NotFound;
-      return send(res, restError(Code.NotFound, `No resource at ${httpMethod} ${path}`));
+    const refuse = (code: Code, e: RestError): void => {
+      const started = performance.now();
+      const bytesOut = send(res, e);
+      kernel.refuse(req, { method: undefined, protocol: "rest", code, httpStatus: e.status, started, bytesOut });
+    };
+    let found;
+    try {
+      found = opts.table.lookup(httpMethod, path);
+    } catch (err) {
+      return refuse(codeOf(err), toRestError(err, opts.onInternalError));
     }
+    if (!found) return refuse(Code.NotFound, restError(Code.NotFound, `No resource at ${httpMethod} ${path}`));
     if (!("route" in found)) {
-      res.refusal = Code.Unimplemented;
       const e = restError(Code.Unimplemented, `Method ${httpMethod} is not allowed on ${path}`, 405);
-      return send(res, { ...e, headers: { ...e.headers, allow: found.allowed.join(", ") } });
+      return refuse(Code.Unimplemented, { ...e, headers: { ...e.headers, allow: found.allowed.join(", ") } });
     }
     const { route, vars } = found;
-    res.rpc = route.spec.method;
     const host = (req.headers.host ?? req.headers[":authority"] ?? "localhost") as string;
     const baseUrl = `http://${host}`;
-    const context = createCallContext({
-      method: route.spec.method,
-      protocolName: "rest",
-      requestMethod: httpMethod,
-      url: baseUrl + rawUrl,
-      requestHeader: nodeHeaders(req.headers),
-      shutdownSignal: opts.shutdownSignal,
-      values: opts.contextValues(req),
-    });
-    context.values.set(responseMeterKey, res.meter);
+    const call = kernel.open(req, res, { method: route.spec.method, protocol: "rest", url: baseUrl + rawUrl, reportsRefusal: true });
     const parts: RequestParts = {
       vars,
       query: q < 0 ? undefined : new URLSearchParams(rawUrl.slice(q + 1)),
-      header: (name) => context.requestHeader.get(name) ?? undefined,
+      header: (name) => call.context.requestHeader.get(name) ?? undefined,
     };
-    // The handler's signal fires when the client leaves early, and (as in Connect's own handlers)
-    // when the call is over, which also unhooks it from the shutdown signal.
-    res.once("close", () => {
-      if (!context.signal.aborted) context.abort(new ConnectError("client went away", Code.Canceled));
+    serve(req, res, call, route, parts, baseUrl).catch((err: unknown) => {
+      call.refusal = codeOf(err);
+      if (res.headersSent) return destroy(res, call);
+      const e = toRestError(err, opts.onInternalError);
+      call.status = e.status;
+      call.bytesOut += send(res, e);
+      call.finish();
     });
+  };
+
+  async function serve(req: ServerRequest, res: ServerResponse, call: Call, route: Route, parts: RequestParts, baseUrl: string): Promise<void> {
     try {
-      await dispatch(req, res, route, parts, context, baseUrl);
+      await dispatch(req, res, call, route, parts, baseUrl);
     } finally {
-      context.abort(CALL_ENDED);
+      call.end();
     }
   }
 
-  async function dispatch(req: Req, res: Res, route: Route, parts: RequestParts, context: CallContext, baseUrl: string): Promise<void> {
+  async function dispatch(req: ServerRequest, res: ServerResponse, call: Call, route: Route, parts: RequestParts, baseUrl: string): Promise<void> {
+    const context = call.context;
     switch (route.spec.kind) {
       case "unary": {
         const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
         const output = await invokeUnaryImplementation(route.spec, context, input, interceptors);
-        return sendUnary(res, encodeUnary(route, output, context.responseHeader, baseUrl));
+        return sendAnswer(res, call, encodeUnary(route, output, context.responseHeader, baseUrl));
       }
       case "server_streaming": {
         const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
         const output = transformInvokeImplementation(route.spec, context, interceptors)(single(input));
-        return streamOut(route, output, context.responseHeader, res);
+        return streamOut(route, output, context, res, call);
       }
       case "client_streaming": {
         const input = uploadMessages(route, req, parts, opts.maxUploadBytes);
         const outputs = transformInvokeImplementation(route.spec, context, interceptors)(input);
         let output: Message | undefined;
         for await (const m of outputs) output = m;
-        return sendUnary(res, encodeUnary(route, output ?? create(route.spec.method.output), context.responseHeader, baseUrl));
+        return sendAnswer(res, call, encodeUnary(route, output ?? create(route.spec.method.output), context.responseHeader, baseUrl));
       }
       default:
         throw new ConnectError("bidirectional streams are not served over REST", Code.Unimplemented);
@@ -140,110 +113,40 @@ export function createRestHandler(opts: RestEdgeOptions): NodeHandlerFn {
    * JSON otherwise. The status is sent with the first message, so an error raised before it (not
    * found, refused) still answers with its own status.
    */
-  async function streamOut(route: Route, output: AsyncIterable<Message>, responseHeader: Headers, res: Res): Promise<void> {
+  async function streamOut(route: Route, output: AsyncIterable<Message>, context: CallContext, res: ServerResponse, call: Call): Promise<void> {
     const it = output[Symbol.asyncIterator]();
-    const rb = route.responseBody;
-    const raw = rb !== undefined && rb.kind === "field" && isHttpBody(rb) ? rb : undefined;
+    const raw = rawBodyField(route);
+    const schema = route.spec.method.output;
     const first = await it.next();
     const headers: Record<string, string> = {};
-    responseHeader.forEach((v, k) => (headers[k] = v));
+    context.responseHeader.forEach((v, k) => (headers[k] = v));
+    const write = async (chunk: string | Uint8Array): Promise<void> => {
+      call.bytesOut += byteLength(chunk);
+      if (!res.write(chunk)) await drained(res);
+    };
     try {
       if (raw) {
-        const firstBody = first.done ? undefined : ((first.value as unknown as Record<string, HttpBody>)[raw.localName]);
-        headers["content-type"] = firstBody?.contentType || "application/octet-stream";
-        res.writeHead(200, headers);
+        headers["content-type"] = (first.done ? undefined : httpBodyIn(schema, first.value, raw))?.contentType || "application/octet-stream";
+        writeHead(res, call, 200, headers);
         for (let r = first; !r.done; r = await it.next()) {
-          const hb = (r.value as unknown as Record<string, HttpBody | undefined>)[raw.localName];
-          if (hb && hb.data.length > 0 && !res.write(hb.data)) await drained(res);
+          const hb = httpBodyIn(schema, r.value, raw);
+          if (hb && hb.data.length > 0) await write(hb.data);
         }
-        res.end();
-        return;
+        return end(res, call);
       }
       headers["content-type"] = "application/x-ndjson";
-      res.writeHead(200, headers);
-      const schema = route.spec.method.output;
+      writeHead(res, call, 200, headers);
       try {
-        for (let r = first; !r.done; r = await it.next()) {
-          if (!res.write(ndjsonLine(schema, r.value, route))) await drained(res);
-        }
+        for (let r = first; !r.done; r = await it.next()) await write(ndjsonLine(schema, r.value, route));
       } catch (err) {
-        res.write(errorLine(err, opts.onInternalError));
+        const line = errorLine(err, opts.onInternalError);
+        call.bytesOut += byteLength(line);
+        res.write(line);
       }
-      res.end();
+      end(res, call);
     } finally {
       await it.return?.();
     }
-  }
-}
-
-/**
- * The response as the edge writes it, counted for the access log and the metrics: its status and body
- * bytes. Finished when its body ends, it is destroyed or its connection closes; a request the edge
- * answered without running its RPC (no route, 405, a body too large or that does not decode) is then
- * reported to the call observer as refused, since the interceptors never saw it.
- */
-class MeteredResponse implements Res {
-  readonly meter = new ResponseMeter();
-  private readonly started = performance.now();
-  private finished = false;
-  /** The RPC the request was routed to, once known. */
-  rpc: DescMethod | undefined;
-  /** The code of the edge's error answer, when it gave one. */
-  refusal: Code | undefined;
-
-  constructor(private readonly res: Res, private readonly req: Req, private readonly refused: ((call: RefusedCall) => void) | undefined) {
-    res.once("close", () => this.finish());
-  }
-
-  get headersSent(): boolean {
-    return this.res.headersSent;
-  }
-
-  writeHead(status: number, headers: Record<string, string>): unknown {
-    this.meter.status = status;
-    return this.res.writeHead(status, headers);
-  }
-
-  write(chunk: string | Uint8Array): boolean {
-    this.meter.bytesOut += byteLength(chunk);
-    return this.res.write(chunk);
-  }
-
-  end(data?: string | Uint8Array): unknown {
-    if (data !== undefined) this.meter.bytesOut += byteLength(data);
-    const r = this.res.end(data);
-    this.finish();
-    return r;
-  }
-
-  destroy(): unknown {
-    const r = this.res.destroy();
-    this.finish();
-    return r;
-  }
-
-  once(event: "close" | "drain", fn: () => void): unknown {
-    return this.res.once(event, fn);
-  }
-
-  off(event: "close" | "drain", fn: () => void): unknown {
-    return this.res.off(event, fn);
-  }
-
-  private finish(): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.meter.finish();
-    if (!this.refused || this.meter.observed) return;
-    this.refused({
-      ...refusedRequest(this.req),
-      method: this.rpc,
-      protocol: "rest",
-      code: this.refusal ?? Code.Unknown,
-      httpStatus: this.meter.status === 0 ? undefined : this.meter.status,
-      started: this.started,
-      bytesOut: this.meter.bytesOut,
-    });
   }
 }
 
@@ -251,16 +154,43 @@ function byteLength(chunk: string | Uint8Array): number {
   return typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength;
 }
 
-function send(res: Res, e: RestError): void {
-  if (res.headersSent) return void res.destroy();
-  sendUnary(res, { status: e.status, headers: e.headers, body: { data: e.body } });
+function writeHead(res: ServerResponse, call: Call, status: number, headers: Record<string, string>): void {
+  call.status = status;
+  res.writeHead(status, headers);
 }
 
-function sendUnary(res: Res, a: { status: number; headers: Record<string, string>; body: { data: string | Uint8Array } }): void {
-  const data = a.body.data;
-  if (a.status !== 204) a.headers["content-length"] = String(typeof data === "string" ? Buffer.byteLength(data) : data.length);
-  res.writeHead(a.status, a.headers);
+function end(res: ServerResponse, call: Call): void {
+  res.end();
+  call.finish();
+}
+
+function destroy(res: ServerResponse, call: Call): void {
+  res.destroy();
+  call.finish();
+}
+
+/** An error answer; the body bytes written (none when the answer had begun: the response is cut instead). */
+function send(res: ServerResponse, e: RestError): number {
+  if (res.headersSent) {
+    res.destroy();
+    return 0;
+  }
+  return writeWhole(res, e.status, e.headers, e.body);
+}
+
+function sendAnswer(res: ServerResponse, call: Call, a: { status: number; headers: Record<string, string>; body: { data: string | Uint8Array } }): void {
+  call.status = a.status;
+  call.bytesOut += writeWhole(res, a.status, a.headers, a.body.data);
+  call.finish();
+}
+
+/** Writes a whole answer; its body bytes. */
+function writeWhole(res: ServerResponse, status: number, headers: Record<string, string>, data: string | Uint8Array): number {
+  const length = byteLength(data);
+  if (status !== 204) headers["content-length"] = String(length);
+  res.writeHead(status, headers);
   res.end(data);
+  return length;
 }
 
 function single(m: Message): AsyncIterable<Message> {
@@ -269,7 +199,7 @@ function single(m: Message): AsyncIterable<Message> {
   })();
 }
 
-function drained(res: Res): Promise<void> {
+function drained(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       res.off("drain", done);
@@ -281,12 +211,12 @@ function drained(res: Res): Promise<void> {
   });
 }
 
-function contentTypeOf(req: Req): string {
-  return (req.headers["content-type"] as string | undefined) ?? "";
+function contentTypeOf(req: ServerRequest): string {
+  return req.headers["content-type"] ?? "";
 }
 
 /** The whole body of a non-upload request; routes without a body skip reading what a client may still send. */
-function readBody(req: Req, route: Route, limit: number): Promise<Buffer | undefined> {
+function readBody(req: ServerRequest, route: Route, limit: number): Promise<Buffer | undefined> {
   if (!route.bodyField) {
     req.resume();
     return Promise.resolve(undefined);

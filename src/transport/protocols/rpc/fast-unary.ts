@@ -1,49 +1,32 @@
-import type http from "node:http";
-import type http2 from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ContextValues, type Interceptor, type MethodImplSpec, type ServiceImplSpec } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor, type MethodImplSpec, type ServiceImplSpec } from "@connectrpc/connect";
 import { compressedFlag, compressionNegotiate, invokeUnaryImplementation, type Compression } from "@connectrpc/connect/protocol";
 import * as connect from "@connectrpc/connect/protocol-connect";
 import * as grpc from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
-import { createCallContext, nodeHeaders, type CallContext } from "../../call/call-context.js";
+import type { CallContext } from "../../call/call-context.js";
+import type { CallKernel } from "../../call/call-kernel.js";
+import { pathOf, type ServerRequest, type ServerResponse } from "../../http.js";
 import { dropUnreadBody, readWholeBody } from "../read-body.js";
-import { refusedRequest, ResponseMeter, responseMeterKey, type RefusedCall } from "../../call/response-meter.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 import { envelope, ENVELOPE_HEADER_BYTES, isGrpcFamily, MethodCodec, singleEnvelope, wireOf, type Wire } from "./wire.js";
-import { pathOf } from "../../http.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-/** What the fast path needs of an HTTP/1 or HTTP/2 response (their write() signatures differ). */
-interface Res {
-  readonly headersSent: boolean;
-  writeHead(status: number, headers: Record<string, string>): unknown;
-  write(chunk: Uint8Array): boolean;
-  end(data?: Uint8Array): unknown;
-  once(event: "close", fn: () => void): unknown;
-}
 
 export interface UnaryFastPathOptions {
   readonly services: readonly { readonly desc: DescService; readonly spec: ServiceImplSpec }[];
   readonly interceptors: readonly Interceptor[];
-  /** The context values a call starts with, as connect-node's `contextValues` (the same function). */
-  readonly contextValues: (req: Req) => ContextValues;
+  readonly kernel: CallKernel;
   /** Largest request message, after decompression. */
   readonly readMaxBytes: number;
   readonly compressions: readonly Compression[];
-  readonly shutdownSignal: AbortSignal;
   /** A fault of the server (not a ConnectError): logged; the client is told "internal error". */
   readonly onInternalError: (err: unknown) => void;
 }
 
 /** Takes the request (true) or leaves it to the next handler (false). */
-export type FastPath = (req: Req, res: http.ServerResponse | http2.Http2ServerResponse) => boolean;
+export type FastPath = (req: ServerRequest, res: ServerResponse) => boolean;
 
 /** Connect-ES compresses messages from this size on (its default, so both paths answer alike). */
 const COMPRESS_MIN_BYTES = 1024;
-/** The abort reason of a call that ended normally: shared, since an abort without one builds a DOMException per call. */
-const CALL_ENDED = new ConnectError("call ended", Code.Canceled);
-
 interface Method {
   readonly spec: MethodImplSpec & { kind: "unary" };
   readonly codec: MethodCodec;
@@ -69,9 +52,8 @@ export function createUnaryFastPath(opts: UnaryFastPathOptions): FastPath {
   }
   const interceptors = [...opts.interceptors];
 
-  return (req, anyRes) => {
+  return (req, res) => {
     if (req.method !== "POST") return false;
-    const res = anyRes as unknown as Res;
     const path = pathOf(req.url);
     const method = methods.get(path);
     if (!method) return false;
@@ -84,44 +66,35 @@ export function createUnaryFastPath(opts: UnaryFastPathOptions): FastPath {
     return true;
   };
 
-  async function serve(req: Req, res: Res, method: Method, wire: Wire): Promise<void> {
+  async function serve(req: ServerRequest, res: ServerResponse, method: Method, wire: Wire): Promise<void> {
     const header = req.headers;
     const timeout = (wire.name === "connect" ? connect.parseTimeout : grpc.parseTimeout)(headerValue(header[wire.timeoutHeader]) ?? null, Number.MAX_SAFE_INTEGER);
-    const context = createCallContext({
+    const call = opts.kernel.open(req, res, {
       method: method.spec.method,
-      protocolName: wire.name,
-      requestMethod: "POST",
+      protocol: wire.name,
       url: `http://${headerValue(header[":authority"]) ?? headerValue(header.host) ?? "localhost"}${req.url ?? ""}`,
-      requestHeader: nodeHeaders(header),
-      shutdownSignal: opts.shutdownSignal,
-      values: opts.contextValues(req),
       timeoutMs: timeout.error ? undefined : timeout.timeoutMs,
+      reportsRefusal: false,
     });
+    const context = call.context;
     const compression = compressionNegotiate(
       [...opts.compressions],
       headerValue(header[wire.encodingHeader]) ?? null,
       headerValue(header[wire.acceptEncodingHeader]) ?? null,
       wire.acceptEncodingHeader,
     );
-    // The call's record (access line, metrics) waits for what was written of the answer.
-    const meter = new ResponseMeter();
-    context.values.set(responseMeterKey, meter);
-    res.once("close", () => {
-      meter.finish();
-      if (!context.signal.aborted) context.abort(new ConnectError("client went away", Code.Canceled));
-    });
     let outcome: { ok: Uint8Array } | { error: ConnectError };
     try {
-      const work = call(req, method, wire, context, compression, timeout.error);
+      const work = run(req, method, wire, context, compression, timeout.error);
       outcome = { ok: await (context.timeoutMs() === undefined ? work : Promise.race([work, deadline(context.signal)])) };
     } catch (err) {
       outcome = { error: asConnectError(err, opts.onInternalError) };
     } finally {
-      context.abort(CALL_ENDED);
+      call.end();
     }
     if ("error" in outcome) {
-      meter.bytesOut += writeError(res, wire, context.responseHeader, context.responseTrailer, outcome.error);
-      meter.finish();
+      call.bytesOut += writeError(res, wire, context.responseHeader, context.responseTrailer, outcome.error);
+      call.finish();
       return dropUnreadBody(req);
     }
     let body = outcome.ok;
@@ -130,12 +103,12 @@ export function createUnaryFastPath(opts: UnaryFastPathOptions): FastPath {
       body = await compression.response.compress(body);
       compressed = true;
     }
-    meter.bytesOut += writeMessage(res, wire, context, body, compressed ? compression.response : null, compression.response);
-    meter.finish();
+    call.bytesOut += writeMessage(res, wire, context, body, compressed ? compression.response : null, compression.response);
+    call.finish();
   }
 
-  async function call(
-    req: Req,
+  async function run(
+    req: ServerRequest,
     method: Method,
     wire: Wire,
     context: CallContext,
@@ -202,7 +175,7 @@ function record(...all: Headers[]): Record<string, string> {
 }
 
 /** Writes the answer; the number of body bytes written. */
-function writeMessage(res: Res, wire: Wire, context: CallContext, body: Uint8Array, usedCompression: Compression | null, negotiated: Compression | null): number {
+function writeMessage(res: ServerResponse, wire: Wire, context: CallContext, body: Uint8Array, usedCompression: Compression | null, negotiated: Compression | null): number {
   const head = context.responseHeader;
   head.set("content-type", wire.contentType);
   if (wire.name === "connect") {
@@ -224,30 +197,30 @@ function writeMessage(res: Res, wire: Wire, context: CallContext, body: Uint8Arr
     return all.length;
   }
   res.writeHead(200, record(head));
-  (res as unknown as http2.Http2ServerResponse).addTrailers(record(trailer));
+  res.addTrailers(record(trailer));
   res.end(message);
   return message.length;
 }
 
 /**
  * A gRPC or gRPC-Web call of no RPC this server has: UNIMPLEMENTED in the call's own protocol (the
- * REST edge, next in line, would answer an HTTP 404), reported to `refused` as a call no interceptor
- * saw. False when the request is not such a call.
+ * REST edge, next in line, would answer an HTTP 404), reported refused, as a call no interceptor saw.
+ * False when the request is not such a call.
  */
-export function answerUnknownMethod(req: Req, anyRes: http.ServerResponse | http2.Http2ServerResponse, refused?: (call: RefusedCall) => void): boolean {
+export function answerUnknownMethod(req: ServerRequest, res: ServerResponse, kernel: CallKernel): boolean {
   const started = performance.now();
   const contentType = req.headers["content-type"];
   if (req.method !== "POST" || !isGrpcFamily(contentType)) return false;
   const wire = wireOf(contentType, req.httpVersionMajor);
   if (!wire) return false;
   req.resume();
-  const bytesOut = writeError(anyRes as unknown as Res, wire, new Headers(), new Headers(), new ConnectError(`${pathOf(req.url)} is not implemented`, Code.Unimplemented));
-  refused?.({ ...refusedRequest(req), method: undefined, protocol: wire.name, code: Code.Unimplemented, httpStatus: undefined, started, bytesOut });
+  const bytesOut = writeError(res, wire, new Headers(), new Headers(), new ConnectError(`${pathOf(req.url)} is not implemented`, Code.Unimplemented));
+  kernel.refuse(req, { method: undefined, protocol: wire.name, code: Code.Unimplemented, httpStatus: undefined, started, bytesOut });
   return true;
 }
 
 /** An error in the request's protocol: the Connect JSON error with its HTTP status, or gRPC status trailers; the body bytes written. */
-function writeError(res: Res, wire: Wire, head: Headers, trailer: Headers, error: ConnectError): number {
+function writeError(res: ServerResponse, wire: Wire, head: Headers, trailer: Headers, error: ConnectError): number {
   if (res.headersSent) return 0;
   if (wire.name === "connect") {
     head.set("content-type", connect.contentTypeUnaryJson);
@@ -271,7 +244,7 @@ function writeError(res: Res, wire: Wire, head: Headers, trailer: Headers, error
     return body.length;
   }
   res.writeHead(200, record(head));
-  (res as unknown as http2.Http2ServerResponse).addTrailers(record(trailer));
+  res.addTrailers(record(trailer));
   res.end();
   return 0;
 }
