@@ -1,22 +1,23 @@
 import { setMaxListeners } from "node:events";
-import { create, createFileRegistry, type DescFile, type DescService } from "@bufbuild/protobuf";
+import { create, createFileRegistry, type DescFile } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { clientAddressKey } from "../auth/caller.js";
 import { CallKernel } from "../transport/call/call-kernel.js";
-import type { RequestHandler, ServerRequest } from "../transport/http.js";
+import type { ServerRequest } from "../transport/http.js";
 import { createRestHandler } from "../transport/protocols/rest/rest.js";
 import { observerIn } from "./call-observer.js";
 import { RouteTable } from "../transport/protocols/rest/route-table.js";
-import { rpcAdapter } from "../transport/protocols/rpc/connect-es.js";
-import { createUnaryFastPath } from "../transport/protocols/rpc/fast-unary.js";
+import { createConnectEs } from "../transport/protocols/rpc/connect-es.js";
+import { createFastUnary } from "../transport/protocols/rpc/fast-unary.js";
+import { createFrontRouter } from "../transport/router/front-router.js";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { buildOpenApi } from "../openapi/document.js";
-import { withApiDocs } from "../openapi/docs-handler.js";
+import { apiDocs } from "../openapi/docs-handler.js";
 import type { LimitsConfig } from "../config/config.js";
 import type { UserDirectory } from "../auth/users.js";
 import type { Registry } from "prom-client";
-import { withMetrics } from "./metrics-handler.js";
+import { metricsResource } from "./metrics-handler.js";
 import { registerService, routeMethods, type RegisteredService } from "../transport/service-registry.js";
 import { createHealth, Health } from "./health.js";
 import type { ServingState } from "./lifecycle.js";
@@ -55,9 +56,10 @@ export interface RunningServer {
 }
 
 /**
- * One port, every protocol: the Connect adapter answers gRPC, gRPC-Web and Connect for the services,
- * reflection and health; whatever it does not route falls back to the REST edge, which runs the same
- * handlers behind the same interceptors.
+ * One port, every protocol: the front router hands each request to one protocol adapter (the unary
+ * fast path or Connect-ES for gRPC, gRPC-Web and Connect, REST for the routes of the annotations) or
+ * to /metrics and the API's description; every adapter runs the same handlers behind the same
+ * interceptors, each call opened by the one call kernel.
  */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const shutdown = new AbortController();
@@ -83,7 +85,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     onInternalError,
   });
   const compressions = [compressionGzip, compressionBrotli];
-  const connectHandler = rpcAdapter({
+  const connect = createConnectEs({
     routes(router) {
       for (const s of opts.services) routeMethods(router, s);
       router.service(Health, health);
@@ -95,12 +97,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     readMaxBytes: opts.maxBodyBytes,
     acceptCompression: compressions,
     shutdownSignal: shutdown.signal,
-    // /metrics, /openapi.json and /docs are not RPCs; every other path goes to the edge.
-    fallback: withMetrics(opts.metrics.registry, opts.metrics.users, opts.clientAddress, onInternalError, withApiDocs(buildOpenApi(table), rest)),
     onHandlerError: onInternalError,
   });
-  const fast = opts.unaryFastPath
-    ? createUnaryFastPath({
+  const fastUnary = opts.unaryFastPath
+    ? createFastUnary({
         services: [...opts.services, registerService(Health, health, { alwaysEmitImplicit: false })],
         interceptors: opts.interceptors,
         kernel,
@@ -109,10 +109,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         onInternalError,
       })
     : undefined;
-  const handler: RequestHandler = fast ? (req, res) => void (fast(req, res) || connectHandler(req, res)) : connectHandler;
-  const streamedRpcs = streamingRpcPaths([...served, ReflectionV1, ReflectionV1Alpha]);
-  const limits = connectionLimits(opts.timeouts, (method, path) => streamedRpcs.has(path) || table.streamsRequest(method, path));
-  const server: OnePortServer = await listenOnePort(handler, { port: opts.port, host: opts.host, limits, tls: opts.tls });
+  const router = createFrontRouter({
+    connect,
+    fastUnary,
+    rest,
+    restRoutes: table,
+    // Not RPCs: no interceptor runs for them.
+    resources: new Map([...metricsResource(opts.metrics.registry, opts.metrics.users, opts.clientAddress, onInternalError), ...apiDocs(buildOpenApi(table))]),
+    kernel,
+  });
+  const limits = connectionLimits(opts.timeouts, router.streamsRequest);
+  const server: OnePortServer = await listenOnePort(router.handle, { port: opts.port, host: opts.host, limits, tls: opts.tls });
   opts.logger.info("listening", { port: server.port, scheme: opts.tls ? "https" : "http", protocols: ["grpc", "grpc-web", "connect", "rest"] });
   return {
     port: server.port,
@@ -121,14 +128,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       await server.close();
     },
   };
-}
-
-/** Request paths of the RPCs whose request is a stream (uploads, reflection): their bodies may take long. */
-function streamingRpcPaths(services: readonly DescService[]): Set<string> {
-  const streamed = services.flatMap((s) =>
-    s.methods.filter((m) => m.methodKind === "client_streaming" || m.methodKind === "bidi_streaming").map((m) => `/${s.typeName}/${m.name}`),
-  );
-  return new Set(streamed);
 }
 
 function connectionLimits(t: Timeouts, streamsRequest: ConnectionLimits["streamsRequest"]): ConnectionLimits {

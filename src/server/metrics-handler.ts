@@ -4,7 +4,7 @@ import { parseBasic, unauthenticated } from "../auth/basic.js";
 import type { UserDirectory } from "../auth/users.js";
 import { restError, toRestError, type RestError } from "../transport/protocols/rest/errors.js";
 import { Fault } from "../errors/fault.js";
-import { pathOf, type RequestHandler, type ServerRequest, type ServerResponse } from "../transport/http.js";
+import type { RequestHandler, ServerRequest, ServerResponse } from "../transport/http.js";
 
 /** The registry of a service that keeps no metrics (`metrics.enabled: false`): /metrics is then not served. */
 export const METRICS_OFF = new Registry();
@@ -16,16 +16,14 @@ const METRICS_ROLES = ["administrator", "manager"];
  * GET /metrics (Prometheus text format) in front of `next`. Not an RPC, so the interceptors do not
  * run: the same user directory checks the Basic credentials, with its failure throttle.
  */
-export function withMetrics(
+export function metricsResource(
   registry: Registry,
   users: UserDirectory,
   clientAddress: (req: ServerRequest) => string | undefined,
   onInternalError: (err: unknown) => void,
-  next: RequestHandler,
-): RequestHandler {
-  if (registry === METRICS_OFF) return next;
-  return (req, res) => {
-    if (pathOf(req.url) !== "/metrics") return next(req, res);
+): ReadonlyMap<string, RequestHandler> {
+  if (registry === METRICS_OFF) return new Map();
+  const handler: RequestHandler = (req, res) => {
     if (req.method !== "GET") {
       return send(res, restError(Code.Unimplemented, `Method ${req.method} is not allowed here`, 405), { allow: "GET" });
     }
@@ -39,6 +37,7 @@ export function withMetrics(
         (err: unknown) => send(res, toRestError(err, onInternalError)),
       );
   };
+  return new Map([["/metrics", handler]]);
 }
 
 async function authorize(header: string | undefined, clientAddress: string | undefined, users: UserDirectory): Promise<void> {

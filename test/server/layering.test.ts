@@ -6,10 +6,11 @@ import ts from "typescript";
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
 /**
- * The layers, outside in: transport (src/listener, src/transport) → the server that composes
- * them, with its interceptors (src/server, src/auth) → services (src/r/service, src/networks/service:
- * proto ↔ domain) → domain (the rest of src/r and src/networks). Dependencies run that way only; a rule
- * names the files it binds and what they must not import.
+ * The layers, outside in: transport (src/listener, src/transport: front router → protocol adapters →
+ * call kernel) → the server that composes them, with its interceptors (src/server, src/auth) →
+ * services (src/r/service, src/networks/service: proto ↔ domain) → domain (the rest of src/r and
+ * src/networks). Dependencies run that way only; a rule names the files it binds and what they must
+ * not import.
  *
  * A pattern is a repository path (`src/server/`, `gen/`) or a package name (`@connectrpc/`); a pattern
  * ending in `/` covers everything under it, and `*` stands for one folder name.
@@ -62,6 +63,16 @@ const RULES: readonly Rule[] = [
     name: "the RPC protocols import nothing of REST's",
     files: ["src/transport/protocols/rpc/"],
     mustNotImport: ["src/transport/protocols/rest/"],
+  },
+  {
+    name: "the protocol adapters know nothing of the front router that picks one of them",
+    files: ["src/transport/protocols/"],
+    mustNotImport: ["src/transport/router/"],
+  },
+  {
+    name: "the call kernel knows nothing of the protocols that open calls with it, nor of the router",
+    files: ["src/transport/call/"],
+    mustNotImport: ["src/transport/protocols/", "src/transport/router/"],
   },
 ];
 

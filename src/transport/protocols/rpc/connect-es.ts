@@ -13,52 +13,58 @@ import * as grpc from "@connectrpc/connect/protocol-grpc";
 import { MAX_TIMER_MS } from "../../call/call-context.js";
 import type { CallKernel } from "../../call/call-kernel.js";
 import { ResponseMeter } from "../../call/response-meter.js";
-import { pathOf, type RequestHandler, type ServerRequest, type ServerResponse } from "../../http.js";
+import type { ServerRequest, ServerResponse } from "../../http.js";
 import { guardUnaryDecoding, streamDecodeErrors } from "./decode-guard.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
-import { answerUnknownMethod } from "./fast-unary.js";
 import { dropUnreadBody } from "../read-body.js";
 
-export type RpcAdapterOptions = Omit<ConnectNodeAdapterOptions, "requestPathPrefix" | "fallback" | "contextValues"> & {
+export type ConnectEsOptions = Omit<ConnectNodeAdapterOptions, "requestPathPrefix" | "fallback" | "contextValues"> & {
   readonly kernel: CallKernel;
-  readonly fallback: RequestHandler;
   /** A call Connect could not answer (not called when the client has gone). */
   readonly onHandlerError: (err: unknown) => void;
 };
+
+export interface ConnectEs {
+  /** Each RPC's handler, by request path (`/pkg.Service/Method`). */
+  readonly handlers: ReadonlyMap<string, UniversalHandler>;
+  /** Serves a request of one of `handlers`, in whichever protocol it speaks. */
+  serve(req: ServerRequest, res: ServerResponse, handler: UniversalHandler): void;
+}
 
 /** Connect's own default limit of a message. */
 const CONNECT_READ_MAX_BYTES = 0xffffffff;
 
 /**
- * What connectNodeAdapter does (gRPC, gRPC-Web and Connect by request path, anything else to the
- * fallback), with request messages that do not decode answered INVALID_ARGUMENT instead of INTERNAL
+ * What connectNodeAdapter does for the RPCs it routes (gRPC, gRPC-Web and Connect, every kind of
+ * stream), with request messages that do not decode answered INVALID_ARGUMENT instead of INTERNAL
  * (decode-guard.ts): the adapter gives no way to wrap its handlers.
  */
-export function rpcAdapter(options: RpcAdapterOptions): RequestHandler {
+export function createConnectEs(options: ConnectEsOptions): ConnectEs {
   const compressions = options.acceptCompression ?? [compressionGzip, compressionBrotli];
   const router = createConnectRouter({ ...options, acceptCompression: compressions, interceptors: [streamDecodeErrors, ...(options.interceptors ?? [])] });
   options.routes(router);
   const guard = { readMaxBytes: options.readMaxBytes ?? CONNECT_READ_MAX_BYTES, compressions };
   const handlers = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, guardUnaryDecoding(h, guard)]));
-  return (req, res) => {
-    const handler = handlers.get(pathOf(req.url));
-    if (!handler) return void (answerUnknownMethod(req, res, options.kernel) || options.fallback(req, res));
-    dropUnreachableTimeout(req);
-    if (req.httpVersionMajor === 2) specEncodedGrpcMessage(res);
-    // The call's record (access line, metrics) waits for what was written of the answer.
-    const meter = new ResponseMeter();
-    const values = options.kernel.values(req, res, meter);
-    handler(universalRequestFromNodeRequest(req, res, undefined, values))
-      .then((answer) => {
-        // A unary handler has read all it will of the request once it answers (a refusal, partly).
-        if (handler.method.methodKind === "unary") dropUnreadBody(req);
-        return universalResponseToNodeResponse(answer.body ? { ...answer, body: metered(answer.body, meter) } : answer, res);
-      })
-      .catch((reason: unknown) => {
-        // A response the listener already ended (408 to a body that did not come) leaves Connect
-        // nothing to write: not a fault.
-        if (ConnectError.from(reason).code !== Code.Aborted && !res.writableEnded) options.onHandlerError(reason);
-      });
+  return {
+    handlers,
+    serve(req, res, handler) {
+      dropUnreachableTimeout(req);
+      if (req.httpVersionMajor === 2) specEncodedGrpcMessage(res);
+      // The call's record (access line, metrics) waits for what was written of the answer.
+      const meter = new ResponseMeter();
+      const values = options.kernel.values(req, res, meter);
+      handler(universalRequestFromNodeRequest(req, res, undefined, values))
+        .then((answer) => {
+          // A unary handler has read all it will of the request once it answers (a refusal, partly).
+          if (handler.method.methodKind === "unary") dropUnreadBody(req);
+          return universalResponseToNodeResponse(answer.body ? { ...answer, body: metered(answer.body, meter) } : answer, res);
+        })
+        .catch((reason: unknown) => {
+          // A response the listener already ended (408 to a body that did not come) leaves Connect
+          // nothing to write: not a fault.
+          if (ConnectError.from(reason).code !== Code.Aborted && !res.writableEnded) options.onHandlerError(reason);
+        });
+    },
   };
 }
 
