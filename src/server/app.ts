@@ -5,7 +5,7 @@ import { createContextValues, type ContextValues, type Interceptor } from "@conn
 import { clientAddressKey } from "../auth/caller.js";
 import { CallKernel } from "../transport/call/call-kernel.js";
 import type { ServerRequest } from "../transport/http.js";
-import { createRestHandler } from "../transport/protocols/rest/rest.js";
+import { createRest } from "../transport/protocols/rest/rest.js";
 import { observerIn } from "./call-observer.js";
 import { RouteTable } from "../transport/protocols/rest/route-table.js";
 import { createConnectEs } from "../transport/protocols/rpc/connect-es.js";
@@ -76,8 +76,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const health = createHealth(opts.services.map((s) => s.desc.typeName), opts.serving);
   const table = new RouteTable(opts.services);
   const kernel = new CallKernel({ contextValues, shutdownSignal: shutdown.signal, refused: observerIn(opts.interceptors)?.refused });
-  const rest = createRestHandler({
-    table,
+  const rest = createRest({
     interceptors: opts.interceptors,
     kernel,
     maxBodyBytes: opts.maxBodyBytes,

@@ -1,18 +1,20 @@
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import type { CallKernel } from "../call/call-kernel.js";
 import type { RequestHandler, ServerRequest, ServerResponse } from "../http.js";
+import type { Rest } from "../protocols/rest/rest.js";
 import type { RouteTable } from "../protocols/rest/route-table.js";
 import type { ConnectEs } from "../protocols/rpc/connect-es.js";
 import type { FastUnary } from "../protocols/rpc/fast-unary.js";
 import { answerUnknownMethod } from "../protocols/rpc/unknown-method.js";
 import { isGrpcFamily, wireOf, type Wire } from "../protocols/rpc/wire.js";
+import { MethodsAllowed, RouteTrie } from "./route-trie.js";
 
 export interface FrontRouterOptions {
   /** Every RPC, in every protocol and kind of stream. */
   readonly connect: ConnectEs;
   /** The unary RPCs it serves; absent, Connect-ES serves them too (`server.unaryFastPath: false`). */
   readonly fastUnary: FastUnary | undefined;
-  readonly rest: RequestHandler;
+  readonly rest: Rest;
   readonly restRoutes: RouteTable;
   /** Paths with a handler of their own (`/metrics`, `/openapi.json`, `/docs`): no RPC, no interceptor. */
   readonly resources: ReadonlyMap<string, RequestHandler>;
@@ -42,7 +44,8 @@ interface Rpc {
  * sees it (as vanguard-go classifies a request): an RPC's path goes to the unary fast path when it is
  * a POST in a protocol that path speaks, to Connect-ES otherwise; a gRPC or gRPC-Web call of a path
  * that is no RPC is answered UNIMPLEMENTED in its protocol; a resource's path goes to its handler;
- * everything else is REST.
+ * everything else is REST, whose route (or the methods its path takes, for a 405) one walk of the
+ * route trie finds.
  */
 export function createFrontRouter(opts: FrontRouterOptions): FrontRouter {
   const rpcs = new Map<string, Rpc>();
@@ -51,6 +54,10 @@ export function createFrontRouter(opts: FrontRouterOptions): FrontRouter {
     rpcs.set(path, { connect: handler, fast: fastServing(opts.fastUnary, path), streams: kind === "client_streaming" || kind === "bidi_streaming" });
   }
   const { connect, rest, resources, kernel } = opts;
+  // Built at start: two routes that would shadow each other refuse the start here.
+  const routes = new RouteTrie(opts.restRoutes.routes);
+  // The uploads alone: the listener asks of every request with a body, and this walk ends at once for the others.
+  const uploads = new RouteTrie(opts.restRoutes.routes.filter((r) => r.spec.kind === "client_streaming"));
 
   return {
     handle(req, res) {
@@ -72,11 +79,17 @@ export function createFrontRouter(opts: FrontRouterOptions): FrontRouter {
       }
       const resource = resources.get(path);
       if (resource) return resource(req, res);
-      rest(req, res);
+      const parts = path.split("/").slice(1);
+      const found = routes.find(req.method ?? "GET", parts);
+      if (found instanceof MethodsAllowed) return rest.notAllowed(req, res, path, found.methods);
+      if (!found) return rest.notFound(req, res, path);
+      rest.serve(req, res, found, parts);
     },
     streamsRequest(method, path) {
       const rpc = rpcs.get(path);
-      return rpc ? rpc.streams : opts.restRoutes.streamsRequest(method, path);
+      if (rpc) return rpc.streams;
+      const upload = uploads.find(method, path.split("/").slice(1));
+      return upload !== undefined && !(upload instanceof MethodsAllowed);
     },
   };
 }

@@ -4,18 +4,18 @@ import { invokeUnaryImplementation, transformInvokeImplementation } from "@conne
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { CallContext } from "../../call/call-context.js";
 import type { Call, CallKernel } from "../../call/call-kernel.js";
-import type { RequestHandler, ServerRequest, ServerResponse } from "../../http.js";
+import type { ServerRequest, ServerResponse } from "../../http.js";
 import { errorLine, restError, toRestError, type RestError } from "./errors.js";
 import { Fault } from "../../../errors/fault.js";
 import { codeOf } from "../../../errors/mapping.js";
 import { decodeRequest, type RequestParts } from "./request-decoder.js";
 import { encodeUnary, httpBodyIn, ndjsonLine, rawBodyField } from "./response-writer.js";
-import type { Route, RouteTable } from "./route-table.js";
+import { pathVars } from "./path-template.js";
+import type { Route } from "./route-table.js";
 import { readWholeBody } from "../read-body.js";
 import { uploadMessages } from "./upload-stream.js";
 
-export interface RestEdgeOptions {
-  readonly table: RouteTable;
+export interface RestOptions {
   readonly interceptors: readonly Interceptor[];
   readonly kernel: CallKernel;
   /** Largest non-upload request body; 413 past it. */
@@ -24,55 +24,69 @@ export interface RestEdgeOptions {
   readonly onInternalError: (err: unknown) => void;
 }
 
+/** REST as the front router hands it requests: a route it found, or none. */
+export interface Rest {
+  /** A request of `route`; `parts`, its path split at `/` (the front router matched them). */
+  serve(req: ServerRequest, res: ServerResponse, route: Route, parts: readonly string[]): void;
+  /** A path no route takes: 404. */
+  notFound(req: ServerRequest, res: ServerResponse, path: string): void;
+  /** A path routes take, none with the request's method: 405, with the methods they have. */
+  notAllowed(req: ServerRequest, res: ServerResponse, path: string, methods: readonly string[]): void;
+}
+
 /**
- * The REST/JSON edge: finds the RPC bound to a method and path by its google.api.http annotation,
- * builds the request message from path, query, headers and body, runs the RPC through the same
- * interceptors and handlers as gRPC and Connect (Connect's own invocation functions, no extra
- * transport hop), and writes the answer. Raw bodies (HttpBody) stay bytes both ways. Every answer's
- * status and body bytes go into the call's meter; a request answered without running its RPC (no
- * route, 405, a body too large or that does not decode) is reported refused, since no interceptor saw it.
+ * The REST/JSON edge: builds the request message of the RPC a route binds by its google.api.http
+ * annotation from path, query, headers and body, runs the RPC through the same interceptors and
+ * handlers as gRPC and Connect (Connect's own invocation functions, no extra transport hop), and
+ * writes the answer. Raw bodies (HttpBody) stay bytes both ways. Every answer's status and body bytes
+ * go into the call's meter; a request answered without running its RPC (no route, 405, a path that
+ * does not decode, a body too large or that does not decode) is reported refused, since no
+ * interceptor saw it.
  */
-export function createRestHandler(opts: RestEdgeOptions): RequestHandler {
+export function createRest(opts: RestOptions): Rest {
   const interceptors = [...opts.interceptors];
   const kernel = opts.kernel;
-  return (req, res) => {
-    const rawUrl = req.url ?? "/";
-    const q = rawUrl.indexOf("?");
-    const path = q < 0 ? rawUrl : rawUrl.slice(0, q);
-    const httpMethod = req.method ?? "GET";
-    const refuse = (code: Code, e: RestError): void => {
-      const started = performance.now();
-      const bytesOut = send(res, e);
-      kernel.refuse(req, { method: undefined, protocol: "rest", code, httpStatus: e.status, started, bytesOut });
-    };
-    let found;
-    try {
-      found = opts.table.lookup(httpMethod, path);
-    } catch (err) {
-      return refuse(codeOf(err), toRestError(err, opts.onInternalError));
-    }
-    if (!found) return refuse(Code.NotFound, restError(Code.NotFound, `No resource at ${httpMethod} ${path}`));
-    if (!("route" in found)) {
-      const e = restError(Code.Unimplemented, `Method ${httpMethod} is not allowed on ${path}`, 405);
-      return refuse(Code.Unimplemented, { ...e, headers: { ...e.headers, allow: found.allowed.join(", ") } });
-    }
-    const { route, vars } = found;
-    const host = (req.headers.host ?? req.headers[":authority"] ?? "localhost") as string;
-    const baseUrl = `http://${host}`;
-    const call = kernel.open(req, res, { method: route.spec.method, protocol: "rest", url: baseUrl + rawUrl, reportsRefusal: true });
-    const parts: RequestParts = {
-      vars,
-      query: q < 0 ? undefined : new URLSearchParams(rawUrl.slice(q + 1)),
-      header: (name) => call.context.requestHeader.get(name) ?? undefined,
-    };
-    serve(req, res, call, route, parts, baseUrl).catch((err: unknown) => {
-      call.refusal = codeOf(err);
-      if (res.headersSent) return destroy(res, call);
-      const e = toRestError(err, opts.onInternalError);
-      call.status = e.status;
-      call.bytesOut += send(res, e);
-      call.finish();
-    });
+  /** An answer given before the request reached any RPC. */
+  const refuse = (req: ServerRequest, res: ServerResponse, code: Code, e: RestError): void => {
+    const started = performance.now();
+    const bytesOut = send(res, e);
+    kernel.refuse(req, { method: undefined, protocol: "rest", code, httpStatus: e.status, started, bytesOut });
+  };
+
+  return {
+    serve(req, res, route, parts) {
+      let vars;
+      try {
+        vars = pathVars(route.template, parts);
+      } catch (err) {
+        return refuse(req, res, codeOf(err), toRestError(err, opts.onInternalError));
+      }
+      const rawUrl = req.url ?? "/";
+      const q = rawUrl.indexOf("?");
+      const host = (req.headers.host ?? req.headers[":authority"] ?? "localhost") as string;
+      const baseUrl = `http://${host}`;
+      const call = kernel.open(req, res, { method: route.spec.method, protocol: "rest", url: baseUrl + rawUrl, reportsRefusal: true });
+      const requestParts: RequestParts = {
+        vars,
+        query: q < 0 ? undefined : new URLSearchParams(rawUrl.slice(q + 1)),
+        header: (name) => call.context.requestHeader.get(name) ?? undefined,
+      };
+      serve(req, res, call, route, requestParts, baseUrl).catch((err: unknown) => {
+        call.refusal = codeOf(err);
+        if (res.headersSent) return destroy(res, call);
+        const e = toRestError(err, opts.onInternalError);
+        call.status = e.status;
+        call.bytesOut += send(res, e);
+        call.finish();
+      });
+    },
+    notFound(req, res, path) {
+      refuse(req, res, Code.NotFound, restError(Code.NotFound, `No resource at ${req.method ?? "GET"} ${path}`));
+    },
+    notAllowed(req, res, path, methods) {
+      const e = restError(Code.Unimplemented, `Method ${req.method ?? "GET"} is not allowed on ${path}`, 405);
+      refuse(req, res, Code.Unimplemented, { ...e, headers: { ...e.headers, allow: methods.join(", ") } });
+    },
   };
 
   async function serve(req: ServerRequest, res: ServerResponse, call: Call, route: Route, parts: RequestParts, baseUrl: string): Promise<void> {
