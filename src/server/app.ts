@@ -6,7 +6,7 @@ import { clientAddressKey } from "../auth/caller.js";
 import { CallKernel } from "../transport/call/call-kernel.js";
 import type { ServerRequest } from "../transport/http.js";
 import { createRest } from "../transport/protocols/rest/rest.js";
-import { observerIn } from "./call-observer.js";
+import { observerIn } from "../interceptors/call-observer.js";
 import { RouteTable } from "../transport/protocols/rest/route-table.js";
 import { createConnectEs } from "../transport/protocols/rpc/connect-es.js";
 import { createFastUnary } from "../transport/protocols/rpc/fast-unary.js";

@@ -12,7 +12,7 @@ import { Code, ConnectError, type Interceptor, type StreamResponse } from "@conn
 import { toRestError } from "../../src/transport/protocols/rest/errors.js";
 import { Fault, type FaultKind } from "../../src/errors/fault.js";
 import { FAULT_ANSWERS, faultError } from "../../src/errors/mapping.js";
-import { faultConversion } from "../../src/server/faults.js";
+import { faultConversion } from "../../src/interceptors/faults.js";
 import { createLogger } from "../../src/server/logger.js";
 import { call, metadataFor, rest, serveWithClients, type RestAnswer } from "../support/clients.js";
 

@@ -1,5 +1,5 @@
 import type { DescMethod } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextKey, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, type ContextValues, type HandlerContext } from "@connectrpc/connect";
 
 export type CallContext = HandlerContext & {
   /** Ends the call's signal (the client left, or the call is over) and unhooks it from shutdown and the deadline. */
@@ -19,9 +19,6 @@ export interface CallContextInit {
   /** The client's deadline (grpc-timeout, connect-timeout-ms); the signal aborts DEADLINE_EXCEEDED when it passes. */
   readonly timeoutMs?: number;
 }
-
-/** Set on calls the REST edge makes: interceptors see no protocol name, and REST's headers may look like Connect's. */
-export const restCallKey = createContextKey(false, { description: "call made by the REST edge" });
 
 const noTimeout = (): undefined => undefined;
 /** The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days). */
@@ -47,9 +44,6 @@ export function createCallContext(init: CallContextInit): CallContext {
     // Node fires a timer longer than its maximum at once: such a deadline (weeks) is simply not armed.
     if (init.timeoutMs <= MAX_TIMER_MS) deadline = setTimeout(() => controller.abort(new ConnectError("the deadline passed", Code.DeadlineExceeded)), init.timeoutMs);
   }
-  const rest = init.protocolName === "rest";
-  const values = init.values;
-  if (rest) values.set(restCallKey, true);
   return {
     method: init.method,
     service: init.method.parent,
@@ -60,7 +54,7 @@ export function createCallContext(init: CallContextInit): CallContext {
     responseHeader: new Headers(),
     responseTrailer: new Headers(),
     protocolName: init.protocolName,
-    values,
+    values: init.values,
     url: init.url,
     abort(reason) {
       shutdown.removeEventListener("abort", onShutdown);

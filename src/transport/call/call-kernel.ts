@@ -1,8 +1,8 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
-import type { ServerRequest, ServerResponse } from "../http.js";
+import { pathOf, type ServerRequest, type ServerResponse } from "../http.js";
 import { createCallContext, nodeHeaders, type CallContext } from "./call-context.js";
-import { refusedRequest, ResponseMeter, responseMeterKey, type Protocol, type RefusedCall } from "./response-meter.js";
+import { ResponseMeter, responseMeterKey, restCallKey, type Protocol, type RefusedCall } from "../../interceptors/response-meter.js";
 
 export interface CallKernelOptions {
   /** The context values a call starts with, as connect-node's `contextValues` (the composition's one function). */
@@ -80,6 +80,8 @@ export class Call extends ResponseMeter {
     this.protocol = start.protocol;
     this.refused = start.reportsRefusal ? kernel.refused : undefined;
     this.started = this.refused ? performance.now() : 0;
+    const values = kernel.contextValues(req).set(responseMeterKey, this);
+    if (start.protocol === "rest") values.set(restCallKey, true);
     this.context = createCallContext({
       method: start.method,
       protocolName: start.protocol,
@@ -87,7 +89,7 @@ export class Call extends ResponseMeter {
       url: start.url,
       requestHeader: nodeHeaders(req.headers),
       shutdownSignal: kernel.shutdownSignal,
-      values: kernel.contextValues(req).set(responseMeterKey, this),
+      values,
       timeoutMs: start.timeoutMs,
     });
   }
@@ -117,4 +119,10 @@ export class Call extends ResponseMeter {
     this.finish();
     if (!this.context.signal.aborted) this.context.abort(new ConnectError("client went away", Code.Canceled));
   }
+}
+
+/** What a refused call's record says of its request: method and path (never the query), declared body size. */
+function refusedRequest(req: ServerRequest): Pick<RefusedCall, "request" | "bytesIn"> {
+  const length = req.headers["content-length"];
+  return { request: `${req.method ?? "GET"} ${pathOf(req.url)}`, bytesIn: length === undefined ? undefined : Number(length) };
 }

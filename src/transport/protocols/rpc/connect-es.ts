@@ -12,7 +12,7 @@ import * as connect from "@connectrpc/connect/protocol-connect";
 import * as grpc from "@connectrpc/connect/protocol-grpc";
 import { MAX_TIMER_MS } from "../../call/call-context.js";
 import type { CallKernel } from "../../call/call-kernel.js";
-import { ResponseMeter } from "../../call/response-meter.js";
+import { ResponseMeter } from "../../../interceptors/response-meter.js";
 import type { ServerRequest, ServerResponse } from "../../http.js";
 import { guardUnaryDecoding, streamDecodeErrors } from "./decode-guard.js";
 import { encodeGrpcMessage } from "./grpc-message.js";

@@ -1,7 +1,5 @@
-import type { IncomingHttpHeaders } from "node:http";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { createContextKey, type Code } from "@connectrpc/connect";
-import { pathOf } from "../http.js";
 
 /** The protocol a call came in with, as the access log and the metrics name it. */
 export type Protocol = "rest" | "grpc" | "grpc-web" | "connect";
@@ -53,6 +51,9 @@ export class ResponseMeter {
 
 export const responseMeterKey = createContextKey<ResponseMeter | undefined>(undefined, { description: "what the transport wrote of the response" });
 
+/** Set on calls REST makes: interceptors see no protocol name, and REST's headers may look like Connect's. */
+export const restCallKey = createContextKey(false, { description: "call made by REST" });
+
 /** A call a transport answered before any interceptor ran (REST: no route, 405, 413, a body that does not decode). */
 export interface RefusedCall {
   /** The RPC the request was routed to; undefined when it reached none. */
@@ -65,10 +66,4 @@ export interface RefusedCall {
   readonly started: number;
   readonly bytesIn: number | undefined;
   readonly bytesOut: number | undefined;
-}
-
-/** What a refused call's record says of its request: method and path (never the query), declared body size. */
-export function refusedRequest(req: { readonly method?: string; readonly url?: string; readonly headers: IncomingHttpHeaders }): Pick<RefusedCall, "request" | "bytesIn"> {
-  const length = req.headers["content-length"];
-  return { request: `${req.method ?? "GET"} ${pathOf(req.url)}`, bytesIn: length === undefined ? undefined : Number(length) };
 }
