@@ -1,7 +1,6 @@
-import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import { pathOf, type ServerRequest, type ServerResponse } from "../http.js";
-import { createCallContext, nodeHeaders, type CallContext } from "./call-context.js";
+import { createCallContext, type CallContext, type ContextStart } from "./call-context.js";
 import { ResponseMeter, responseMeterKey, restCallKey, type Protocol, type RefusedCall } from "../../interceptors/response-meter.js";
 
 export interface CallKernelOptions {
@@ -13,14 +12,8 @@ export interface CallKernelOptions {
   readonly refused?: (call: RefusedCall) => void;
 }
 
-/** What a call is, as the protocol that took it knows it. */
-export interface CallStart {
-  readonly method: DescMethod;
+export interface CallStart extends ContextStart {
   readonly protocol: Protocol;
-  /** The request's URL, scheme and authority included (HandlerContext.url). */
-  readonly url: string;
-  /** The client's deadline; none when undefined. */
-  readonly timeoutMs?: number;
   /**
    * Whether the call is reported refused when it ends unseen by the interceptors (REST: a body too
    * large or that does not decode is the edge's refusal, and has its line).
@@ -68,7 +61,7 @@ export class Call extends ResponseMeter {
   /** The code of the protocol's own error answer, when it gave one. */
   refusal: Code | undefined;
   private readonly protocol: Protocol;
-  private readonly refused: ((call: RefusedCall) => void) | undefined;
+  private readonly report: ((call: RefusedCall) => void) | undefined;
   private readonly started: number;
 
   constructor(
@@ -78,20 +71,11 @@ export class Call extends ResponseMeter {
   ) {
     super();
     this.protocol = start.protocol;
-    this.refused = start.reportsRefusal ? kernel.refused : undefined;
-    this.started = this.refused ? performance.now() : 0;
+    this.report = start.reportsRefusal ? kernel.refused : undefined;
+    this.started = this.report ? performance.now() : 0;
     const values = kernel.contextValues(req).set(responseMeterKey, this);
     if (start.protocol === "rest") values.set(restCallKey, true);
-    this.context = createCallContext({
-      method: start.method,
-      protocolName: start.protocol,
-      requestMethod: req.method ?? "GET",
-      url: start.url,
-      requestHeader: nodeHeaders(req.headers),
-      shutdownSignal: kernel.shutdownSignal,
-      values,
-      timeoutMs: start.timeoutMs,
-    });
+    this.context = createCallContext(start, req, values, kernel.shutdownSignal);
   }
 
   /** The call is over (its answer is decided): its signal ends, unhooked from the shutdown signal and its deadline. */
@@ -102,8 +86,8 @@ export class Call extends ResponseMeter {
   override finish(): void {
     if (this.finished) return;
     super.finish();
-    if (!this.refused || this.observed) return;
-    this.refused({
+    if (!this.report || this.observed) return;
+    this.report({
       ...refusedRequest(this.req),
       method: this.context.method,
       protocol: this.protocol,

@@ -55,7 +55,7 @@ export function createRest(opts: RestOptions): Rest {
 
   return {
     serve(req, res, route, parts) {
-      let vars;
+      let vars: Map<string, string>;
       try {
         vars = pathVars(route.template, parts);
       } catch (err) {
@@ -183,12 +183,8 @@ function destroy(res: ServerResponse, call: Call): void {
   call.finish();
 }
 
-/** An error answer; the body bytes written (none when the answer had begun: the response is cut instead). */
+/** An error answer; its body bytes. */
 function send(res: ServerResponse, e: RestError): number {
-  if (res.headersSent) {
-    res.destroy();
-    return 0;
-  }
   return writeWhole(res, e.status, e.headers, e.body);
 }
 
