@@ -1,7 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { NetworkService } from "../gen/es/rock/networks/v1/networks_pb.js";
 import { RService } from "../gen/es/rock/r/v1/rservice_pb.js";
-import type { RestStyle } from "./edge/service-registry.js";
+import type { RestStyle } from "./transport/service-registry.js";
 
 /**
  * The services on the REST edge and the JSON style of each contract's answers. The server registers

@@ -77,7 +77,7 @@ export interface ServerConfig {
    */
   readonly drainSeconds: number;
   /**
-   * Unary RPCs over gRPC, gRPC-Web and Connect are served by this server's own unary fast path (src/rpc/);
+   * Unary RPCs over gRPC, gRPC-Web and Connect are served by this server's own unary fast path (src/transport/protocols/rpc/);
    * false hands every RPC to Connect-ES (the reference the fast path is tested against).
    */
   readonly unaryFastPath: boolean;

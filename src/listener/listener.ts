@@ -1,14 +1,10 @@
 import net from "node:net";
 import http from "node:http";
 import http2 from "node:http2";
+import type { RequestHandler } from "../transport/http.js";
 import { watchHttp1, watchHttp2, type BodyLimits } from "./request-watch.js";
 import { watchSession } from "./session-watch.js";
 import type { TlsCredentials } from "./tls.js";
-
-export type RequestListener = (
-  req: http.IncomingMessage | http2.Http2ServerRequest,
-  res: http.ServerResponse | http2.Http2ServerResponse,
-) => void;
 
 export interface OnePortServer {
   readonly port: number;
@@ -68,7 +64,7 @@ interface Front {
  * server gets the socket. TLS: one secure server, ALPN choosing HTTP/2 or HTTP/1.1. Either way the same
  * bounds apply, and sockets come from one net.Server that bounds how long a connection may stay silent.
  */
-export async function listenOnePort(listener: RequestListener, opts: ListenOptions): Promise<OnePortServer> {
+export async function listenOnePort(listener: RequestHandler, opts: ListenOptions): Promise<OnePortServer> {
   const limits = opts.limits;
   for (const [name, ms] of Object.entries(limits)) {
     if (typeof ms === "number" && !(ms > 0)) throw new Error(`connection limit ${name} must be > 0`);
@@ -107,7 +103,7 @@ export async function listenOnePort(listener: RequestListener, opts: ListenOptio
   };
 }
 
-function cleartextFront(listener: RequestListener, limits: ConnectionLimits, sessions: Set<http2.ServerHttp2Session>): Front {
+function cleartextFront(listener: RequestHandler, limits: ConnectionLimits, sessions: Set<http2.ServerHttp2Session>): Front {
   const h1 = http.createServer(listener);
   boundHttp1(h1, limits);
   const h2 = http2.createServer({ settings: H2_SETTINGS }, listener);
@@ -117,7 +113,7 @@ function cleartextFront(listener: RequestListener, limits: ConnectionLimits, ses
 }
 
 function secureFront(
-  listener: RequestListener,
+  listener: RequestHandler,
   limits: ConnectionLimits,
   sessions: Set<http2.ServerHttp2Session>,
   credentials: TlsCredentials,

@@ -1,8 +1,8 @@
 import type http from "node:http";
 import http2 from "node:http2";
 import { Code } from "@connectrpc/connect";
-import { restError } from "../edge/errors.js";
-import { pathOf } from "../edge/request-path.js";
+import { restError } from "../transport/protocols/rest/errors.js";
+import { pathOf } from "../transport/http.js";
 
 /** How long a request's body may take to arrive. */
 export interface BodyLimits {

@@ -1,7 +1,7 @@
 import type { DescField } from "@bufbuild/protobuf";
-import { isHttpBody } from "../edge/request-decoder.js";
-import type { Route } from "../edge/route-table.js";
-import { FILE_PART } from "../edge/upload-stream.js";
+import { isHttpBody } from "../transport/protocols/rest/request-decoder.js";
+import type { Route } from "../transport/protocols/rest/route-table.js";
+import { FILE_PART } from "../transport/protocols/rest/upload-stream.js";
 import { ERROR_REF } from "./error-responses.js";
 import type { HandlerAnswers } from "./handler-answers.js";
 import type { SchemaSet } from "./json-schema.js";

@@ -1,5 +1,5 @@
 import { createServiceImplSpec } from "@connectrpc/connect";
-import { RouteTable } from "../edge/route-table.js";
+import { RouteTable } from "../transport/protocols/rest/route-table.js";
 import { REST_CONTRACTS } from "../rest-contracts.js";
 import { buildOpenApi, openApiText } from "./document.js";
 

@@ -3,19 +3,11 @@ import fs from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { Code } from "@connectrpc/connect";
-import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-import { restError, type RestError } from "../edge/errors.js";
+import { restError, type RestError } from "../transport/protocols/rest/errors.js";
 import { openApiText } from "./document.js";
 import { DOCS_CSP, DOCS_HTML, DOCS_SCRIPT } from "./docs-page.js";
 import type { OpenApiDocument } from "./types.js";
-import { pathOf } from "../edge/request-path.js";
-
-type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
-/** What this handler needs of an HTTP/1 or HTTP/2 response. */
-interface Res {
-  writeHead(status: number, headers: Record<string, string>): unknown;
-  end(data?: Buffer | string): unknown;
-}
+import type { RequestHandler, ServerRequest, ServerResponse } from "../transport/http.js";
 
 interface Served {
   readonly headers: Record<string, string>;
@@ -32,35 +24,40 @@ const SWAGGER_UI_FILES: Readonly<Record<string, string>> = {
 };
 
 /**
- * GET /openapi.json, the /docs page and its assets, in front of `next` (the REST edge). Public: they
- * describe the API and call nothing; the page's "try it out" calls go through the edge like any other.
+ * GET /openapi.json, the /docs page and its assets, by path. Public: they describe the API and call
+ * nothing; the page's "try it out" calls go through the REST edge like any other.
  */
-export function withApiDocs(document: OpenApiDocument, next: NodeHandlerFn): NodeHandlerFn {
-  const routes = new Map<string, () => Promise<Served>>([
-    ["/openapi.json", once(async () => served("application/json", Buffer.from(openApiText(document))))],
-    ["/docs", once(async () => served("text/html; charset=utf-8", Buffer.from(DOCS_HTML), { "content-security-policy": DOCS_CSP }))],
-    ["/docs/assets/docs.js", once(async () => served(JS, Buffer.from(DOCS_SCRIPT)))],
-    ...Object.entries(SWAGGER_UI_FILES).map(([name, type]): [string, () => Promise<Served>] => [
+export function apiDocs(document: OpenApiDocument): ReadonlyMap<string, RequestHandler> {
+  return new Map([
+    ["/openapi.json", file(async () => served("application/json", Buffer.from(openApiText(document))))],
+    ["/docs", file(async () => served("text/html; charset=utf-8", Buffer.from(DOCS_HTML), { "content-security-policy": DOCS_CSP }))],
+    ["/docs/assets/docs.js", file(async () => served(JS, Buffer.from(DOCS_SCRIPT)))],
+    ...Object.entries(SWAGGER_UI_FILES).map(([name, type]): [string, RequestHandler] => [
       `/docs/assets/${name}`,
-      once(async () => served(type, await fs.readFile(path.join(SWAGGER_UI_DIR, name)))),
+      file(async () => served(type, await fs.readFile(path.join(SWAGGER_UI_DIR, name)))),
     ]),
   ]);
-  return (req, anyRes) => {
-    const load = routes.get(pathOf(req.url));
-    if (!load) return next(req, anyRes);
-    const res = anyRes as unknown as Res;
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      return send(res, restError(Code.Unimplemented, `Method ${req.method} is not allowed here`, 405), { allow: "GET, HEAD" });
-    }
-    load().then(
-      (file) => {
-        const fresh = req.headers["if-none-match"] === file.headers["etag"];
-        res.writeHead(fresh ? 304 : 200, file.headers);
-        res.end(fresh || req.method === "HEAD" ? undefined : file.body);
-      },
-      () => send(res, restError(Code.Internal, "Internal error")),
-    );
-  };
+}
+
+/** Serves what `load` gives, loaded on first use. */
+function file(load: () => Promise<Served>): RequestHandler {
+  const loaded = once(load);
+  return (req, res) => serveFile(req, res, loaded);
+}
+
+function serveFile(req: ServerRequest, res: ServerResponse, load: () => Promise<Served>): void {
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    return send(res, restError(Code.Unimplemented, `Method ${req.method} is not allowed here`, 405), { allow: "GET, HEAD" });
+  }
+  load().then(
+    (file) => {
+      const fresh = req.headers["if-none-match"] === file.headers["etag"];
+      res.writeHead(fresh ? 304 : 200, file.headers);
+      if (fresh || req.method === "HEAD") res.end();
+      else res.end(file.body);
+    },
+    () => send(res, restError(Code.Internal, "Internal error")),
+  );
 }
 
 function served(contentType: string, body: Buffer, extra: Record<string, string> = {}): Served {
@@ -89,7 +86,7 @@ function once(load: () => Promise<Served>): () => Promise<Served> {
   };
 }
 
-function send(res: Res, e: RestError, extra: Record<string, string> = {}): void {
+function send(res: ServerResponse, e: RestError, extra: Record<string, string> = {}): void {
   res.writeHead(e.status, { ...e.headers, ...extra, "content-length": String(Buffer.byteLength(e.body)) });
   res.end(e.body);
 }

@@ -1,7 +1,7 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import packageJson from "../../package.json" with { type: "json" };
-import type { PathTemplate } from "../edge/path-template.js";
-import type { RouteTable } from "../edge/route-table.js";
+import type { PathTemplate } from "../transport/protocols/rest/path-template.js";
+import type { RouteTable } from "../transport/protocols/rest/route-table.js";
 import { BASIC_AUTH } from "./access.js";
 import { ERROR_RESPONSES, ERROR_SCHEMA, ERROR_SCHEMA_NAME } from "./error-responses.js";
 import { SchemaSet } from "./json-schema.js";

@@ -1,6 +1,6 @@
 import { AUTH_REALM } from "../auth/basic.js";
-import { isHttpBody } from "../edge/request-decoder.js";
-import type { Route } from "../edge/route-table.js";
+import { isHttpBody } from "../transport/protocols/rest/request-decoder.js";
+import type { Route } from "../transport/protocols/rest/route-table.js";
 import type { AccessRule } from "./access.js";
 import type { HandlerAnswers } from "./handler-answers.js";
 import type { Reference, Response, Schema } from "./types.js";
@@ -8,7 +8,7 @@ import type { Reference, Response, Schema } from "./types.js";
 export const ERROR_SCHEMA_NAME = "Error";
 export const ERROR_REF: Schema = { $ref: `#/components/schemas/${ERROR_SCHEMA_NAME}` };
 
-/** The body of every REST error (src/edge/errors.ts), which R clients read `message` from. */
+/** The body of every REST error (src/transport/protocols/rest/errors.ts), which R clients read `message` from. */
 export const ERROR_SCHEMA: Schema = {
   type: "object",
   properties: {

@@ -1,5 +1,5 @@
 import type { DescMethod } from "@bufbuild/protobuf";
-import type { PlainStatus } from "../edge/rest-answer.js";
+import type { PlainStatus } from "../transport/protocols/rest/rest-answer.js";
 import type { Schema } from "./types.js";
 
 /** The statuses a successful REST answer takes (the `rest_answer` option of its RPC). */

@@ -1,6 +1,6 @@
 import { ScalarType, type DescEnum, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
-import type { RestStyle } from "../edge/service-registry.js";
+import type { RestStyle } from "../transport/service-registry.js";
 import { commentOf } from "./comments.js";
 import type { Schema } from "./types.js";
 

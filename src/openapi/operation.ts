@@ -1,6 +1,6 @@
 import type { DescField } from "@bufbuild/protobuf";
-import type { Route } from "../edge/route-table.js";
-import { FILE_PART } from "../edge/upload-stream.js";
+import type { Route } from "../transport/protocols/rest/route-table.js";
+import { FILE_PART } from "../transport/protocols/rest/upload-stream.js";
 import { accessRule, accessText, securityOf } from "./access.js";
 import { answerContent, rawStreamField, requestBodyOf, streamContent } from "./bodies.js";
 import { commentOf } from "./comments.js";
@@ -37,7 +37,7 @@ export function describeRoute(route: Route, schemas: SchemaSet, operationId: str
 /**
  * The answers the route's `rest_answer` option gives (response-writer.ts). A created resource is told
  * by the response fields its template reads: the 201 carries the members holding them, the route's
- * other status the rest. A stream's status goes out with its first message: always 200 (rest-handler.ts).
+ * other status the rest. A stream's status goes out with its first message: always 200 (src/transport/protocols/rest/rest.ts).
  */
 function successResponses(route: Route, schemas: SchemaSet, answers: HandlerAnswers): Record<string, Response> {
   if (route.spec.kind === "server_streaming") return { "200": { description: STATUS_TEXT[200], content: streamContent(route, schemas, answers) } };

@@ -1,5 +1,5 @@
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
-import type { Route } from "../edge/route-table.js";
+import type { Route } from "../transport/protocols/rest/route-table.js";
 import { commentOf } from "./comments.js";
 import type { Parameter, Schema } from "./types.js";
 

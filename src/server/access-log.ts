@@ -1,4 +1,4 @@
-import { UNROUTED, type CallRecord } from "./call-observer.js";
+import { UNROUTED, type CallRecord } from "../interceptors/call-observer.js";
 import type { Logger } from "./logger.js";
 
 /**

@@ -1,26 +1,27 @@
 import { setMaxListeners } from "node:events";
-import { create, createFileRegistry, type DescFile, type DescService } from "@bufbuild/protobuf";
+import { create, createFileRegistry, type DescFile } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
-import type { IncomingMessage } from "node:http";
-import type { Http2ServerRequest } from "node:http2";
 import { clientAddressKey } from "../auth/caller.js";
-import { createRestHandler } from "../edge/rest-handler.js";
-import { observerIn } from "./call-observer.js";
-import { RouteTable } from "../edge/route-table.js";
-import { rpcAdapter } from "../edge/rpc-adapter.js";
-import { createUnaryFastPath } from "../rpc/unary-fast-path.js";
+import { CallKernel } from "../transport/call/call-kernel.js";
+import type { ServerRequest } from "../transport/http.js";
+import { createRest } from "../transport/protocols/rest/rest.js";
+import { observerIn } from "../interceptors/call-observer.js";
+import { RouteTable } from "../transport/protocols/rest/route-table.js";
+import { createConnectEs } from "../transport/protocols/rpc/connect-es.js";
+import { createFastUnary } from "../transport/protocols/rpc/fast-unary.js";
+import { createFrontRouter } from "../transport/router/front-router.js";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { buildOpenApi } from "../openapi/document.js";
-import { withApiDocs } from "../openapi/docs-handler.js";
+import { apiDocs } from "../openapi/docs-handler.js";
 import type { LimitsConfig } from "../config/config.js";
 import type { UserDirectory } from "../auth/users.js";
 import type { Registry } from "prom-client";
-import { withMetrics } from "./metrics-handler.js";
-import { registerService, routeMethods, type RegisteredService } from "../edge/service-registry.js";
+import { metricsResource } from "./metrics-handler.js";
+import { registerService, routeMethods, type RegisteredService } from "../transport/service-registry.js";
 import { createHealth, Health } from "./health.js";
 import type { ServingState } from "./lifecycle.js";
-import { listenOnePort, type ConnectionLimits, type OnePortServer, type RequestListener } from "../listener/listener.js";
+import { listenOnePort, type ConnectionLimits, type OnePortServer } from "../listener/listener.js";
 import type { Logger } from "./logger.js";
 import { createReflection, ReflectionV1, ReflectionV1Alpha } from "./reflection.js";
 import type { TlsCredentials } from "../listener/tls.js";
@@ -40,10 +41,10 @@ export interface ServerOptions {
   readonly serving: ServingState;
   /** GET /metrics, for callers of `users` with a role that may read it. */
   readonly metrics: { readonly registry: Registry; readonly users: UserDirectory };
-  /** Unary RPCs on the unary fast path (src/rpc/); false: Connect-ES serves every RPC. */
+  /** Unary RPCs on the unary fast path (src/transport/protocols/rpc/fast-unary.ts); false: Connect-ES serves every RPC. */
   readonly unaryFastPath: boolean;
   /** The client's address of a request (src/server/client-address.ts). */
-  readonly clientAddress: (req: IncomingMessage | Http2ServerRequest) => string | undefined;
+  readonly clientAddress: (req: ServerRequest) => string | undefined;
 }
 
 /** The connection and request time bounds of the configuration. */
@@ -55,9 +56,10 @@ export interface RunningServer {
 }
 
 /**
- * One port, every protocol: the Connect adapter answers gRPC, gRPC-Web and Connect for the services,
- * reflection and health; whatever it does not route falls back to the REST edge, which runs the same
- * handlers behind the same interceptors.
+ * One port, every protocol: the front router hands each request to one protocol adapter (the unary
+ * fast path or Connect-ES for gRPC, gRPC-Web and Connect, REST for the routes of the annotations) or
+ * to /metrics and the API's description; every adapter runs the same handlers behind the same
+ * interceptors, each call opened by the one call kernel.
  */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const shutdown = new AbortController();
@@ -69,23 +71,20 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const onInternalError = (err: unknown) => opts.logger.error("internal error", { error: String((err as Error)?.stack ?? err) });
 
   // Every transport starts a call's context values here, so that only the composition knows auth's key.
-  const contextValues = (req: IncomingMessage | Http2ServerRequest): ContextValues =>
+  const contextValues = (req: ServerRequest): ContextValues =>
     createContextValues().set(clientAddressKey, opts.clientAddress(req));
   const health = createHealth(opts.services.map((s) => s.desc.typeName), opts.serving);
   const table = new RouteTable(opts.services);
-  const refused = observerIn(opts.interceptors)?.refused;
-  const rest = createRestHandler({
-    table,
+  const kernel = new CallKernel({ contextValues, shutdownSignal: shutdown.signal, refused: observerIn(opts.interceptors)?.refused });
+  const rest = createRest({
     interceptors: opts.interceptors,
-    contextValues,
+    kernel,
     maxBodyBytes: opts.maxBodyBytes,
     maxUploadBytes: opts.maxUploadBytes,
-    shutdownSignal: shutdown.signal,
     onInternalError,
-    refused,
   });
   const compressions = [compressionGzip, compressionBrotli];
-  const connectHandler = rpcAdapter({
+  const connect = createConnectEs({
     routes(router) {
       for (const s of opts.services) routeMethods(router, s);
       router.service(Health, health);
@@ -93,30 +92,33 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       router.service(ReflectionV1Alpha, reflection.v1alpha);
     },
     interceptors: [...opts.interceptors],
-    contextValues,
+    kernel,
     readMaxBytes: opts.maxBodyBytes,
     acceptCompression: compressions,
     shutdownSignal: shutdown.signal,
-    // /metrics, /openapi.json and /docs are not RPCs; every other path goes to the edge.
-    fallback: withMetrics(opts.metrics.registry, opts.metrics.users, opts.clientAddress, onInternalError, withApiDocs(buildOpenApi(table), rest)),
     onHandlerError: onInternalError,
-    refused,
   });
-  const fast = opts.unaryFastPath
-    ? createUnaryFastPath({
+  const fastUnary = opts.unaryFastPath
+    ? createFastUnary({
         services: [...opts.services, registerService(Health, health, { alwaysEmitImplicit: false })],
         interceptors: opts.interceptors,
-        contextValues,
+        kernel,
         readMaxBytes: opts.maxBodyBytes,
         compressions,
-        shutdownSignal: shutdown.signal,
         onInternalError,
       })
     : undefined;
-  const handler: RequestListener = fast ? (req, res) => void (fast(req, res) || connectHandler(req, res)) : connectHandler;
-  const streamedRpcs = streamingRpcPaths([...served, ReflectionV1, ReflectionV1Alpha]);
-  const limits = connectionLimits(opts.timeouts, (method, path) => streamedRpcs.has(path) || table.streamsRequest(method, path));
-  const server: OnePortServer = await listenOnePort(handler, { port: opts.port, host: opts.host, limits, tls: opts.tls });
+  const router = createFrontRouter({
+    connect,
+    fastUnary,
+    rest,
+    restRoutes: table,
+    // Not RPCs: no interceptor runs for them.
+    resources: new Map([...metricsResource(opts.metrics.registry, opts.metrics.users, opts.clientAddress, onInternalError), ...apiDocs(buildOpenApi(table))]),
+    kernel,
+  });
+  const limits = connectionLimits(opts.timeouts, router.streamsRequest);
+  const server: OnePortServer = await listenOnePort(router.handle, { port: opts.port, host: opts.host, limits, tls: opts.tls });
   opts.logger.info("listening", { port: server.port, scheme: opts.tls ? "https" : "http", protocols: ["grpc", "grpc-web", "connect", "rest"] });
   return {
     port: server.port,
@@ -125,14 +127,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       await server.close();
     },
   };
-}
-
-/** Request paths of the RPCs whose request is a stream (uploads, reflection): their bodies may take long. */
-function streamingRpcPaths(services: readonly DescService[]): Set<string> {
-  const streamed = services.flatMap((s) =>
-    s.methods.filter((m) => m.methodKind === "client_streaming" || m.methodKind === "bidi_streaming").map((m) => `/${s.typeName}/${m.name}`),
-  );
-  return new Set(streamed);
 }
 
 function connectionLimits(t: Timeouts, streamsRequest: ConnectionLimits["streamsRequest"]): ConnectionLimits {

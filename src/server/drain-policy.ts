@@ -1,7 +1,7 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { Fault, retryLater } from "../errors/fault.js";
-import type { DrainPolicy } from "./drain-gate.js";
+import type { DrainPolicy } from "../interceptors/drain-gate.js";
 import { Health } from "./health.js";
 import { ReflectionV1, ReflectionV1Alpha } from "./reflection.js";
 

@@ -1,3 +1,5 @@
+import type { DrainedService } from "../interceptors/drain-gate.js";
+
 /**
  * serving → draining (a stop was asked: no new work, running calls may finish) → stopped (the drain
  * is over: what still runs is cut when the server closes).
@@ -24,8 +26,8 @@ export interface LifecycleOptions {
 /** Between polls of `busy` during a drain: work outside calls has no event to wait for. */
 const POLL_MS = 50;
 
-/** The service's phase, and the calls that hold a drain (counted by drain-gate.ts). */
-export class ServiceLifecycle implements ServingState {
+/** The service's phase, and the calls that hold a drain (counted by src/interceptors/drain-gate.ts). */
+export class ServiceLifecycle implements ServingState, DrainedService {
   private current: Phase = "serving";
   private calls = 0;
   private readonly stopListeners = new Set<() => void>();

@@ -1,17 +1,10 @@
 import { Code } from "@connectrpc/connect";
-import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 import { Registry } from "prom-client";
 import { parseBasic, unauthenticated } from "../auth/basic.js";
 import type { UserDirectory } from "../auth/users.js";
-import { restError, toRestError, type RestError } from "../edge/errors.js";
+import { restError, toRestError, type RestError } from "../transport/protocols/rest/errors.js";
 import { Fault } from "../errors/fault.js";
-import { pathOf } from "../edge/request-path.js";
-
-type NodeHandlerFn = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
-interface Res {
-  writeHead(status: number, headers: Record<string, string>): unknown;
-  end(data?: string): unknown;
-}
+import type { RequestHandler, ServerRequest, ServerResponse } from "../transport/http.js";
 
 /** The registry of a service that keeps no metrics (`metrics.enabled: false`): /metrics is then not served. */
 export const METRICS_OFF = new Registry();
@@ -23,17 +16,14 @@ const METRICS_ROLES = ["administrator", "manager"];
  * GET /metrics (Prometheus text format) in front of `next`. Not an RPC, so the interceptors do not
  * run: the same user directory checks the Basic credentials, with its failure throttle.
  */
-export function withMetrics(
+export function metricsResource(
   registry: Registry,
   users: UserDirectory,
-  clientAddress: (req: Parameters<NodeHandlerFn>[0]) => string | undefined,
+  clientAddress: (req: ServerRequest) => string | undefined,
   onInternalError: (err: unknown) => void,
-  next: NodeHandlerFn,
-): NodeHandlerFn {
-  if (registry === METRICS_OFF) return next;
-  return (req, anyRes) => {
-    if (pathOf(req.url) !== "/metrics") return next(req, anyRes);
-    const res = anyRes as unknown as Res;
+): ReadonlyMap<string, RequestHandler> {
+  if (registry === METRICS_OFF) return new Map();
+  const handler: RequestHandler = (req, res) => {
     if (req.method !== "GET") {
       return send(res, restError(Code.Unimplemented, `Method ${req.method} is not allowed here`, 405), { allow: "GET" });
     }
@@ -47,6 +37,7 @@ export function withMetrics(
         (err: unknown) => send(res, toRestError(err, onInternalError)),
       );
   };
+  return new Map([["/metrics", handler]]);
 }
 
 async function authorize(header: string | undefined, clientAddress: string | undefined, users: UserDirectory): Promise<void> {
@@ -59,7 +50,7 @@ async function authorize(header: string | undefined, clientAddress: string | und
   }
 }
 
-function send(res: Res, e: RestError, extra: Record<string, string> = {}): void {
+function send(res: ServerResponse, e: RestError, extra: Record<string, string> = {}): void {
   res.writeHead(e.status, { ...e.headers, ...extra, "content-length": String(Buffer.byteLength(e.body)) });
   res.end(e.body);
 }

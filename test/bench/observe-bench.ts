@@ -7,7 +7,7 @@
  * does not drown in the machine's noise.
  */
 import { pino } from "pino";
-import type { CallRecord } from "../../src/server/call-observer.js";
+import type { CallRecord } from "../../src/interceptors/call-observer.js";
 import { accessLog } from "../../src/server/access-log.js";
 import { createLogger } from "../../src/server/logger.js";
 import { ServiceMetrics } from "../../src/server/metrics.js";

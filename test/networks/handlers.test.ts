@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { create, toJson, type JsonObject, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
-import type { HandlerContext } from "@connectrpc/connect";
+import { createServiceImplSpec } from "@connectrpc/connect";
+import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
 import type { FaultKind } from "../../src/errors/fault.js";
 import {
   NetworkSchema,
@@ -39,14 +40,15 @@ describe("NetworkService handlers", () => {
     await t.dispose();
   });
 
-  /** Calls a handler as the router would: request and response as messages, context with the caller. */
+  /** Calls a handler as the router would (Connect's own invocation): request and response as messages, context with the caller. */
   async function rpc<M extends Method>(who: Caller, method: M, init: MessageInitShape<In<M>>) {
     const desc = NetworkService.method[method];
     const ctx = contextFor(who, method);
-    // ServiceImpl is a mapped type: indexing it with a generic key loses the per-method signature.
-    const impl = h[method] as unknown as (req: MessageShape<In<M>>, ctx: HandlerContext) => Promise<MessageInitShape<Out<M>>>;
-    const out = await impl(create(desc.input as In<M>, init), ctx);
-    return { res: create(desc.output as Out<M>, out), ctx };
+    const spec = createServiceImplSpec<typeof NetworkService>(NetworkService, h).methods[method];
+    if (spec?.kind !== "unary") throw new Error(`${method} is not unary`);
+    const out = await invokeUnaryImplementation(spec, ctx, create(desc.input as In<M>, init), []);
+    // The spec's methods are keyed by name: the per-method output type is the descriptor's.
+    return { res: out as MessageShape<Out<M>>, ctx };
   }
 
   function createAs(who: Caller, network: Network, comment?: string) {

@@ -8,11 +8,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import * as grpc from "@grpc/grpc-js";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor, type StreamResponse } from "@connectrpc/connect";
-import { toRestError } from "../../src/edge/errors.js";
+import { ExecuteResponseSchema, RService, type ExecuteResponse } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { toRestError } from "../../src/transport/protocols/rest/errors.js";
 import { Fault, type FaultKind } from "../../src/errors/fault.js";
 import { FAULT_ANSWERS, faultError } from "../../src/errors/mapping.js";
-import { faultConversion } from "../../src/server/faults.js";
+import { faultConversion } from "../../src/interceptors/faults.js";
 import { createLogger } from "../../src/server/logger.js";
 import { call, metadataFor, rest, serveWithClients, type RestAnswer } from "../support/clients.js";
 
@@ -90,10 +92,19 @@ describe("error table: the mapping", () => {
 
 describe("error table: the conversion interceptor", () => {
   /** Runs `faultConversion` over a handler answering `answer`, or failing with `failure`. */
-  function through(answer: () => Promise<StreamResponse>): Promise<StreamResponse> {
-    const next = answer as unknown as Parameters<Interceptor>[0];
-    return faultConversion(next)({} as never) as Promise<StreamResponse>;
+  async function through(answer: () => Promise<StreamResponse>): Promise<StreamResponse> {
+    const next: Parameters<Interceptor>[0] = answer;
+    const res = await faultConversion(next)({} as never);
+    if (!res.stream) throw new Error("a unary answer to a stream");
+    return res;
   }
+
+  /** A stream of `messages`, as an Execute handler answers it. */
+  function streamOf(messages: AsyncIterable<ExecuteResponse>): StreamResponse {
+    return { stream: true, service: RService, method: RService.method.execute, header: new Headers(), trailer: new Headers(), message: messages };
+  }
+
+  const line = create(ExecuteResponseSchema, { event: { case: "output", value: "[1] 1" } });
 
   it("converts a fault the handler raises", async () => {
     const refused = await through(() => Promise.reject(new Fault("forbidden", "not yours"))).catch((e: unknown) => e);
@@ -107,18 +118,19 @@ describe("error table: the conversion interceptor", () => {
       [new Fault("internal", "R session has ended"), Code.Internal],
       [new ConnectError("gone", Code.Canceled), Code.Canceled],
     ] as const) {
-      const res = await through(async () => ({
-        stream: true,
-        message: (async function* () {
-          yield 1;
-          throw failure;
-        })(),
-      }) as unknown as StreamResponse);
+      const res = await through(async () =>
+        streamOf(
+          (async function* () {
+            yield line;
+            throw failure;
+          })(),
+        ),
+      );
       const seen: unknown[] = [];
       const error = await (async () => {
         for await (const m of res.message) seen.push(m);
       })().catch((e: unknown) => e);
-      expect(seen).to.deep.equal([1]);
+      expect(seen).to.deep.equal([line]);
       expect((error as ConnectError).code).to.equal(expected);
       expect((error as ConnectError).rawMessage).to.equal(failure instanceof Fault ? failure.message : failure.rawMessage);
     }
@@ -126,16 +138,16 @@ describe("error table: the conversion interceptor", () => {
 
   it("passes a reader's return() on to the stream, also before its first message", async () => {
     let returned = 0;
-    const source: AsyncIterable<number> = {
+    const source: AsyncIterable<ExecuteResponse> = {
       [Symbol.asyncIterator]: () => ({
-        next: async () => ({ done: false, value: 1 }),
+        next: async () => ({ done: false, value: line }),
         return: async () => {
           returned++;
           return { done: true, value: undefined };
         },
       }),
     };
-    const res = await through(async () => ({ stream: true, message: source }) as unknown as StreamResponse);
+    const res = await through(async () => streamOf(source));
     await res.message[Symbol.asyncIterator]().return?.();
     expect(returned).to.equal(1);
   });

@@ -6,10 +6,11 @@ import ts from "typescript";
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
 /**
- * The layers, outside in: transport (src/listener, src/edge, src/rpc) → the server that composes
- * them, with its interceptors (src/server, src/auth) → services (src/r/service, src/networks/service:
- * proto ↔ domain) → domain (the rest of src/r and src/networks). Dependencies run that way only; a rule
- * names the files it binds and what they must not import.
+ * The layers, outside in: transport (src/listener, src/transport: front router → protocol adapters →
+ * call kernel) → interceptors (src/interceptors) → services (src/r/service, src/networks/service:
+ * proto ↔ domain) → domain (the rest of src/r and src/networks); src/server composes them (with
+ * src/auth) and none of them imports it. Dependencies run that way only; a rule names the files it
+ * binds and what they must not import.
  *
  * A pattern is a repository path (`src/server/`, `gen/`) or a package name (`@connectrpc/`); a pattern
  * ending in `/` covers everything under it, and `*` stands for one folder name.
@@ -21,37 +22,64 @@ interface Rule {
   readonly mustNotImport: readonly string[];
 }
 
+const TRANSPORT = ["src/transport/", "src/listener/"];
+
 const RULES: readonly Rule[] = [
   {
-    name: "the domain knows nothing of proto, Connect, the transports, the server, auth or the services",
+    name: "the domain knows nothing of proto, Connect, the transports, the interceptors, the server, auth or the services",
     files: ["src/r/", "src/networks/"],
     except: ["src/*/service/"],
-    mustNotImport: ["gen/", "@bufbuild/", "@connectrpc/", "src/edge/", "src/rpc/", "src/listener/", "src/server/", "src/auth/", "src/*/service/"],
+    mustNotImport: ["gen/", "@bufbuild/", "@connectrpc/", ...TRANSPORT, "src/interceptors/", "src/server/", "src/auth/", "src/*/service/"],
   },
   {
     name: "the transports know nothing of the server that composes them, nor of auth",
-    files: ["src/edge/", "src/rpc/", "src/listener/"],
+    files: TRANSPORT,
     mustNotImport: ["src/server/", "src/auth/"],
   },
   {
-    name: "the services know nothing of the transports or the server",
+    name: "the services know nothing of the transports, the interceptors or the server",
     files: ["src/*/service/"],
-    mustNotImport: ["src/edge/", "src/rpc/", "src/listener/", "src/server/"],
+    mustNotImport: [...TRANSPORT, "src/interceptors/", "src/server/"],
   },
   {
-    name: "the cluster wraps the services' handlers and knows nothing of the transports or the server",
+    name: "the cluster wraps the services' handlers and knows nothing of the transports, the interceptors or the server",
     files: ["src/cluster/"],
-    mustNotImport: ["src/edge/", "src/rpc/", "src/listener/", "src/server/", "src/auth/"],
+    mustNotImport: [...TRANSPORT, "src/interceptors/", "src/server/", "src/auth/"],
   },
   {
-    name: "the setup runs before anything serves: it knows no transport, server or service",
+    name: "the setup runs before anything serves: it knows no transport, interceptor, server or service",
     files: ["src/setup/"],
-    mustNotImport: ["gen/", "@connectrpc/", "src/edge/", "src/rpc/", "src/listener/", "src/server/", "src/*/service/"],
+    mustNotImport: ["gen/", "@connectrpc/", ...TRANSPORT, "src/interceptors/", "src/server/", "src/*/service/"],
   },
   {
     name: "the domain is handed its configuration parsed: of src/config it reads the types alone",
     files: ["src/r/", "src/networks/"],
     mustNotImport: ["src/config/load.ts", "src/config/settings.ts", "src/config/setting.ts", "src/config/kinds.ts", "src/config/users.ts", "src/config/rock.ts"],
+  },
+  {
+    name: "REST is one protocol adapter beside the RPC protocols: it imports none of theirs",
+    files: ["src/transport/protocols/rest/"],
+    mustNotImport: ["src/transport/protocols/rpc/"],
+  },
+  {
+    name: "the RPC protocols import nothing of REST's",
+    files: ["src/transport/protocols/rpc/"],
+    mustNotImport: ["src/transport/protocols/rest/"],
+  },
+  {
+    name: "the protocol adapters know nothing of the front router that picks one of them",
+    files: ["src/transport/protocols/"],
+    mustNotImport: ["src/transport/router/"],
+  },
+  {
+    name: "the call kernel knows nothing of the protocols that open calls with it, nor of the router",
+    files: ["src/transport/call/"],
+    mustNotImport: ["src/transport/protocols/", "src/transport/router/"],
+  },
+  {
+    name: "the interceptors know nothing of the transports that run them, the server that composes them or the services they wrap",
+    files: ["src/interceptors/"],
+    mustNotImport: [...TRANSPORT, "src/server/", "src/*/service/"],
   },
 ];
 
@@ -163,7 +191,7 @@ function sourceFiles(): Map<string, string> {
 
 const onDisk = (repoPath: string): boolean => existsSync(path.join(ROOT, repoPath));
 
-describe("layering: imports run transport → server → services → domain", () => {
+describe("layering: imports run transport → interceptors → services → domain", () => {
   const sources = sourceFiles();
 
   for (const rule of RULES) {
@@ -201,14 +229,14 @@ describe("layering: imports run transport → server → services → domain", (
           'export { callerKey } from "../auth/caller.js";',
           'import "../server/app.js";',
           'const later = () => import("./service/handlers.js");',
-          '// a comment naming from "../edge/errors.js" is no import',
-          'const text = "from \\"../rpc/wire.js\\"";',
+          '// a comment naming from "../transport/protocols/rest/errors.js" is no import',
+          'const text = "from \\"../transport/protocols/rpc/wire.js\\"";',
           'import { Channel } from "../channel.js";',
           'import { evalFrame } from "./protocol.js";',
         ].join("\n"),
       ],
-      ["src/r/service/planted.ts", 'import { createRestHandler } from "../../edge/rest-handler.js";'],
-      ["src/edge/planted.ts", 'import { responseMeterKey } from "./response-meter.js";'],
+      ["src/r/service/planted.ts", 'import { createRestHandler } from "../../transport/protocols/rest/rest.js";'],
+      ["src/transport/planted.ts", 'import { responseMeterKey } from "../interceptors/response-meter.js";'],
     ]);
     const exists = () => true;
     expect(offences(RULES[0]!, planted, exists)).to.deep.equal([
@@ -218,12 +246,12 @@ describe("layering: imports run transport → server → services → domain", (
       "src/r/planted.ts imports src/server/app.ts",
       "src/r/planted.ts imports src/r/service/handlers.ts",
     ]);
-    expect(offences(RULES[2]!, planted, exists)).to.deep.equal(["src/r/service/planted.ts imports src/edge/rest-handler.ts"]);
+    expect(offences(RULES[2]!, planted, exists)).to.deep.equal(["src/r/service/planted.ts imports src/transport/protocols/rest/rest.ts"]);
     expect(offences(RULES[1]!, planted, exists)).to.deep.equal([]);
   });
 
-  it("reads the real sources: the server's import of the transports' response meter is among them", () => {
+  it("reads the real sources: the call kernel's import of the call observer's response meter is among them", () => {
     expect(sources.size).to.be.greaterThan(100);
-    expect(importsOf("src/server/call-observer.ts", sources.get("src/server/call-observer.ts")!, onDisk)).to.include("src/edge/response-meter.ts");
+    expect(importsOf("src/transport/call/call-kernel.ts", sources.get("src/transport/call/call-kernel.ts")!, onDisk)).to.include("src/interceptors/response-meter.ts");
   });
 });

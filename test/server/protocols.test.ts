@@ -69,10 +69,8 @@ describe("one port, every protocol", function () {
       keepCase: false,
       defaults: true,
     });
-    const pkg = grpcJs.loadPackageDefinition(definition) as unknown as {
-      rock: { networks: { v1: { NetworkService: grpcJs.ServiceClientConstructor } } };
-    };
-    const client = new pkg.rock.networks.v1.NetworkService(`127.0.0.1:${server.port}`, grpcJs.credentials.createInsecure());
+    const Service = serviceAt(grpcJs.loadPackageDefinition(definition), "rock.networks.v1.NetworkService");
+    const client = new Service(`127.0.0.1:${server.port}`, grpcJs.credentials.createInsecure());
     try {
       const res = await new Promise<{ network: { id: string } }>((resolve, reject) =>
         client["getNetwork"]!({ id: "pn" }, metadataFor("editor"), (err: grpcJs.ServiceError | null, r: { network: { id: string } }) =>
@@ -138,3 +136,20 @@ describe("one port, every protocol", function () {
     expect(stdout).to.include("rock.networks.v1.NetworkService/ListNetworks");
   });
 });
+
+/** The client class of the service at `name` (`pkg.Service`) in what grpc-js loaded from the .proto files. */
+function serviceAt(loaded: grpcJs.GrpcObject, name: string): grpcJs.ServiceClientConstructor {
+  let node: grpcJs.GrpcObject[string] = loaded;
+  for (const part of name.split(".")) {
+    if (typeof node === "function" || isTypeDefinition(node)) throw new Error(`${name}: no package before '${part}'`);
+    const next: grpcJs.GrpcObject[string] | undefined = node[part];
+    if (next === undefined) throw new Error(`${name}: no '${part}'`);
+    node = next;
+  }
+  if (typeof node !== "function") throw new Error(`${name} is no service`);
+  return node;
+}
+
+function isTypeDefinition(node: grpcJs.GrpcObject | grpcJs.ProtobufTypeDefinition): node is grpcJs.ProtobufTypeDefinition {
+  return typeof node.format === "string";
+}

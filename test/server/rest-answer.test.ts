@@ -9,10 +9,13 @@ import { file_google_api_annotations, http as httpOption } from "../../gen/es/go
 import { HttpRuleSchema } from "../../gen/es/google/api/http_pb.js";
 import { file_rock_options_v1_rest, rest_answer, RestAnswerSchema } from "../../gen/es/rock/options/v1/rest_pb.js";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import { createRestHandler } from "../../src/edge/rest-handler.js";
-import { compileRestAnswer } from "../../src/edge/rest-answer.js";
-import { RouteTable } from "../../src/edge/route-table.js";
-import { registerService } from "../../src/edge/service-registry.js";
+import { CallKernel } from "../../src/transport/call/call-kernel.js";
+import { createRest } from "../../src/transport/protocols/rest/rest.js";
+import { createConnectEs } from "../../src/transport/protocols/rpc/connect-es.js";
+import { createFrontRouter } from "../../src/transport/router/front-router.js";
+import { compileRestAnswer } from "../../src/transport/protocols/rest/rest-answer.js";
+import { RouteTable } from "../../src/transport/protocols/rest/route-table.js";
+import { registerService } from "../../src/transport/service-registry.js";
 import { rest } from "../support/clients.js";
 
 /**
@@ -48,18 +51,19 @@ describe("REST answer option (rest_answer)", () => {
     // Routes without a handler here answer UNIMPLEMENTED; none is called.
     const table = new RouteTable([registerService(RService, handlers as ServiceImpl<typeof RService>, { alwaysEmitImplicit: true })]);
     const shutdown = new AbortController();
-    const handler = createRestHandler({
-      table,
-      interceptors: [],
-      contextValues: () => createContextValues(),
-      maxBodyBytes: 1 << 16,
-      maxUploadBytes: 1 << 16,
-      shutdownSignal: shutdown.signal,
-      onInternalError: (err) => {
-        throw err;
-      },
+    const kernel = new CallKernel({ contextValues: () => createContextValues(), shutdownSignal: shutdown.signal });
+    const onInternalError = (err: unknown) => {
+      throw err;
+    };
+    const router = createFrontRouter({
+      connect: createConnectEs({ routes: () => undefined, kernel, onHandlerError: onInternalError }),
+      fastUnary: undefined,
+      rest: createRest({ interceptors: [], kernel, maxBodyBytes: 1 << 16, maxUploadBytes: 1 << 16, onInternalError }),
+      restRoutes: table,
+      resources: new Map(),
+      kernel,
     });
-    server = http.createServer(handler);
+    server = http.createServer(router.handle);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });

@@ -1,6 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import { registerService } from "../../src/edge/service-registry.js";
+import { registerService } from "../../src/transport/service-registry.js";
 import { restStyleOf } from "../../src/rest-contracts.js";
 
 /*

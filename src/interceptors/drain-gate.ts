@@ -1,7 +1,6 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { retryLater, type Fault } from "../errors/fault.js";
-import type { ServiceLifecycle } from "./lifecycle.js";
 import { onStreamEnd } from "./stream-end.js";
 
 /** Which calls a stopping service still takes, and which ones it waits for. */
@@ -12,6 +11,15 @@ export interface DrainPolicy {
   endless(method: DescMethod): boolean;
   /** What a call the stopping service no longer takes answers (a new fault per refusal). */
   refusal(method: DescMethod): Fault;
+}
+
+/** What the gate reads and tells of the service's lifecycle (src/server/lifecycle.ts). */
+export interface DrainedService {
+  /** serving → draining (a stop was asked) → stopped. */
+  readonly phase: "serving" | "draining" | "stopped";
+  /** A call that holds the drain began, or ended. */
+  callStarted(): void;
+  callEnded(): void;
 }
 
 interface Kind {
@@ -26,7 +34,7 @@ interface Kind {
  * until it ends (a stream: until its last message); one cut short by the stop answers 503 rather
  * than whatever its interruption looked like (an R evaluation says "interrupted", a 400).
  */
-export function drainGate(lifecycle: ServiceLifecycle, policy: DrainPolicy): Interceptor {
+export function drainGate(lifecycle: DrainedService, policy: DrainPolicy): Interceptor {
   const kinds = new Map<DescMethod, Kind>();
   const kindOf = (method: DescMethod): Kind => {
     let kind = kinds.get(method);

@@ -3,9 +3,9 @@ import type { Readable } from "node:stream";
 import busboy from "busboy";
 import { create, type Message } from "@bufbuild/protobuf";
 import { reflect } from "@bufbuild/protobuf/reflect";
-import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
-import { Channel } from "../channel.js";
-import { Fault } from "../errors/fault.js";
+import { HttpBodySchema } from "../../../../gen/es/google/api/httpbody_pb.js";
+import { Channel } from "../../../channel.js";
+import { Fault } from "../../../errors/fault.js";
 import { applyParts, type RequestParts } from "./request-decoder.js";
 import type { Route } from "./route-table.js";
 

@@ -1,6 +1,6 @@
-import { toJson, type DescField, type DescMessage, type DescOneof, type Message } from "@bufbuild/protobuf";
-import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
-import type { HttpBody } from "../../gen/es/google/api/httpbody_pb.js";
+import { isMessage, toJson, type DescField, type DescMessage, type DescOneof, type Message } from "@bufbuild/protobuf";
+import { isReflectMessage, reflect } from "@bufbuild/protobuf/reflect";
+import { HttpBodySchema, type HttpBody } from "../../../../gen/es/google/api/httpbody_pb.js";
 import { isHttpBody } from "./request-decoder.js";
 import { createdPath } from "./rest-answer.js";
 import type { Route } from "./route-table.js";
@@ -41,18 +41,34 @@ export function encodeBody(route: Route, msg: Message): EncodedBody {
   if (!rb) return schema.fields.length === 0 ? EMPTY : json(toJson(schema, msg, route.style));
   const field = rb.kind === "oneof" ? setMember(schema, rb, msg) : rb;
   if (!field) return EMPTY;
-  const r = reflect(schema, msg);
   if (field.fieldKind === "message") {
-    if (!r.isSet(field)) return EMPTY;
     // Through reflection: a oneof member lives under the oneof's name, not its own.
-    const value = (r.get(field) as ReflectMessage).message;
-    if (isHttpBody(field)) {
-      const hb = value as HttpBody;
-      return { contentType: hb.contentType || "application/octet-stream", data: hb.data };
-    }
+    const value = messageIn(schema, msg, field);
+    if (!value) return EMPTY;
+    if (isMessage(value, HttpBodySchema)) return { contentType: value.contentType || "application/octet-stream", data: value.data };
     return json(toJson(field.message, value, route.style));
   }
   return json(fieldJson(schema, msg, field, route));
+}
+
+/** The field a server stream's raw bytes come from: its response body, when that is one HttpBody field. */
+export function rawBodyField(route: Route): DescField | undefined {
+  const rb = route.responseBody;
+  return rb !== undefined && rb.kind === "field" && isHttpBody(rb) ? rb : undefined;
+}
+
+/** The HttpBody a message holds in `field`, when it is set. */
+export function httpBodyIn(schema: DescMessage, msg: Message, field: DescField): HttpBody | undefined {
+  const value = messageIn(schema, msg, field);
+  return isMessage(value, HttpBodySchema) ? value : undefined;
+}
+
+/** The message a message field holds, when it is set. */
+function messageIn(schema: DescMessage, msg: Message, field: DescField): Message | undefined {
+  const r = reflect(schema, msg);
+  if (!r.isSet(field)) return undefined;
+  const value = r.get(field);
+  return isReflectMessage(value) ? value.message : undefined;
 }
 
 function setMember(schema: DescMessage, oneof: DescOneof, msg: Message): DescField | undefined {
@@ -62,9 +78,10 @@ function setMember(schema: DescMessage, oneof: DescOneof, msg: Message): DescFie
 
 /** A non-message field: a list answers `[]` even when empty; elements keep the service's JSON style. */
 function fieldJson(schema: DescMessage, msg: Message, field: DescField, route: Route): unknown {
-  const value = (msg as unknown as Record<string, unknown>)[field.localName];
   if (field.fieldKind === "list" && field.listKind === "message") {
-    return (value as Message[]).map((m) => toJson(field.message, m, route.style));
+    const elements: unknown[] = [];
+    for (const m of reflect(schema, msg).get(field)) if (isReflectMessage(m)) elements.push(toJson(field.message, m.message, route.style));
+    return elements;
   }
   const all = toJson(schema, msg, { ...route.style, alwaysEmitImplicit: true }) as Record<string, unknown>;
   return all[field.jsonName];

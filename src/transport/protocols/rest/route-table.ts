@@ -1,11 +1,11 @@
 import { getOption, hasOption, type DescField, type DescMethod, type DescOneof } from "@bufbuild/protobuf";
 import type { MethodImplSpec } from "@connectrpc/connect";
-import { http as httpOption } from "../../gen/es/google/api/annotations_pb.js";
-import type { HttpRule } from "../../gen/es/google/api/http_pb.js";
-import { source as sourceOption } from "../../gen/es/rock/options/v1/access_pb.js";
-import { matchPath, parsePathTemplate, type PathTemplate } from "./path-template.js";
+import { http as httpOption } from "../../../../gen/es/google/api/annotations_pb.js";
+import type { HttpRule } from "../../../../gen/es/google/api/http_pb.js";
+import { source as sourceOption } from "../../../../gen/es/rock/options/v1/access_pb.js";
+import { parsePathTemplate, type PathTemplate } from "./path-template.js";
 import { compileRestAnswer, type RestAnswerRule } from "./rest-answer.js";
-import type { RegisteredService, RestStyle } from "./service-registry.js";
+import type { RegisteredService, RestStyle } from "../../service-registry.js";
 
 /** One REST binding of an RPC, compiled from its google.api.http rule at start-up. */
 export interface Route {
@@ -25,67 +25,24 @@ export interface Route {
   readonly answer: RestAnswerRule;
 }
 
-export interface RouteMatch {
-  readonly route: Route;
-  readonly vars: Map<string, string>;
-}
-
-export type RouteLookup = RouteMatch | { readonly allowed: readonly string[] } | undefined;
-
+/** The REST routes of the services, compiled from their google.api.http annotations at start-up. */
 export class RouteTable {
-  /** Routes by HTTP method, most literal segments first. */
-  private readonly byMethod = new Map<string, Route[]>();
-  private readonly all: Route[] = [];
-  /** Routes whose request body is a stream (uploads). */
-  private readonly streaming: Route[] = [];
+  readonly routes: readonly Route[];
 
   constructor(services: readonly RegisteredService[]) {
+    const routes: Route[] = [];
     for (const svc of services) {
       const spec = svc.spec;
       for (const method of svc.desc.methods) {
         if (!hasOption(method, httpOption)) continue;
         const rule = getOption(method, httpOption);
         const answer = compileRestAnswer(method);
-        for (const r of [rule, ...rule.additionalBindings]) this.add(compile(method, r, spec.methods[method.localName]!, svc.rest, answer));
+        for (const r of [rule, ...rule.additionalBindings]) routes.push(compile(method, r, spec.methods[method.localName]!, svc.rest, answer));
       }
     }
-    for (const list of this.byMethod.values()) list.sort((a, b) => b.template.literalCount - a.template.literalCount);
-  }
-
-  lookup(httpMethod: string, path: string): RouteLookup {
-    const parts = path.split("/").slice(1);
-    for (const route of this.byMethod.get(httpMethod) ?? []) {
-      const vars = matchPath(route.template, parts);
-      if (vars) return { route, vars };
-    }
-    const allowed = this.all.filter((r) => r.httpMethod !== httpMethod && matchPath(r.template, parts)).map((r) => r.httpMethod);
-    return allowed.length > 0 ? { allowed: [...new Set(allowed)] } : undefined;
-  }
-
-  /**
-   * Whether the request is an upload (a client-streaming route), told from the method and the path's
-   * shape alone, before anything is decoded: such a body may take long to arrive.
-   */
-  streamsRequest(httpMethod: string, path: string): boolean {
-    if (this.streaming.length === 0) return false;
-    const parts = path.split("/").slice(1);
-    return this.streaming.some((r) => r.httpMethod === httpMethod && matchPath(r.template, parts, keep) !== undefined);
-  }
-
-  get routes(): readonly Route[] {
-    return this.all;
-  }
-
-  private add(route: Route): void {
-    this.all.push(route);
-    if (route.spec.kind === "client_streaming") this.streaming.push(route);
-    const list = this.byMethod.get(route.httpMethod) ?? [];
-    list.push(route);
-    this.byMethod.set(route.httpMethod, list);
+    this.routes = routes;
   }
 }
-
-const keep = (segment: string): string => segment;
 
 function compile(method: DescMethod, rule: HttpRule, spec: MethodImplSpec, style: RestStyle, answer: RestAnswerRule): Route {
   const p = rule.pattern;

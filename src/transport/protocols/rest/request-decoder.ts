@@ -1,7 +1,7 @@
 import { create, fromJson, ScalarType, type DescField, type DescMessage, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
-import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
-import { Fault } from "../errors/fault.js";
+import { HttpBodySchema } from "../../../../gen/es/google/api/httpbody_pb.js";
+import { Fault } from "../../../errors/fault.js";
 import type { Route } from "./route-table.js";
 
 export const HTTP_BODY_TYPE = HttpBodySchema.typeName;

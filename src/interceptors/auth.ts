@@ -2,9 +2,9 @@ import type { Interceptor } from "@connectrpc/connect";
 import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
 import { access as accessOption, type Access } from "../../gen/es/rock/options/v1/access_pb.js";
 import { Fault } from "../errors/fault.js";
-import { parseBasic, unauthenticated } from "./basic.js";
-import { callerKey, clientAddressKey, type Caller } from "./caller.js";
-import type { UserDirectory } from "./users.js";
+import { parseBasic, unauthenticated } from "../auth/basic.js";
+import { callerKey, clientAddressKey, type Caller } from "../auth/caller.js";
+import type { UserDirectory } from "../auth/users.js";
 
 /** Who a call from an open network is (auth.securityEnabled false): the R service's roles, not the catalogue's. */
 const OPEN_CALLER: Caller = { name: "anonymous", roles: new Set(["administrator", "manager", "user"]) };

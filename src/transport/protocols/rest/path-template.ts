@@ -2,7 +2,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 
 /**
  * google.api.http path templates: literal segments, `{field}` (one segment), `{field=*}` and
- * `{field=**}` (the rest of the path). Compiled once; matching is a walk over the split path.
+ * `{field=**}` (the rest of the path: the template's last segment). Compiled once; the front router
+ * matches paths against them, segment by segment (src/transport/router/route-trie.ts).
  */
 export type Segment =
   | { readonly kind: "literal"; readonly text: string }
@@ -11,45 +12,35 @@ export type Segment =
 export interface PathTemplate {
   readonly source: string;
   readonly segments: readonly Segment[];
-  /** Literal segments count first when two templates match the same path. */
-  readonly literalCount: number;
 }
 
 export function parsePathTemplate(source: string): PathTemplate {
   if (!source.startsWith("/")) throw new Error(`path template must start with '/': ${source}`);
   const segments: Segment[] = [];
   for (const part of source.slice(1).split("/")) {
+    const last = segments.at(-1);
+    if (last?.kind === "var" && last.rest) throw new Error(`'**' must be the last segment of a path template: ${source}`);
     const v = /^\{([a-z_][a-z0-9_.]*)(?:=(\*\*?))?\}$/i.exec(part);
     if (v) segments.push({ kind: "var", field: v[1]!, rest: v[2] === "**" });
     else if (/[{}*]/.test(part)) throw new Error(`unsupported path template segment '${part}' in ${source}`);
     else segments.push({ kind: "literal", text: part });
   }
-  return { source, segments, literalCount: segments.filter((s) => s.kind === "literal").length };
+  return { source, segments };
 }
 
 /**
- * Path variables by field path, or undefined when the template does not match; `decode` turns a raw
- * segment into the variable's value (identity when only the shape matters).
+ * The path variables of a path the template matched, by field path, each segment percent-decoded
+ * (a `**` variable's segments joined by `/` again).
  */
-export function matchPath(t: PathTemplate, parts: readonly string[], decode: (segment: string) => string = decodeSegment): Map<string, string> | undefined {
-  let vars: Map<string, string> | undefined;
+export function pathVars(t: PathTemplate, parts: readonly string[]): Map<string, string> {
+  const vars = new Map<string, string>();
   const segs = t.segments;
   for (let i = 0; i < segs.length; i++) {
     const seg = segs[i]!;
-    if (seg.kind === "literal") {
-      if (parts[i] !== seg.text) return undefined;
-      continue;
-    }
-    if (seg.rest) {
-      if (i >= parts.length) return undefined;
-      (vars ??= new Map()).set(seg.field, parts.slice(i).map(decode).join("/"));
-      return vars;
-    }
-    const part = parts[i];
-    if (part === undefined || part === "") return undefined;
-    (vars ??= new Map()).set(seg.field, decode(part));
+    if (seg.kind === "literal") continue;
+    vars.set(seg.field, seg.rest ? parts.slice(i).map(decodeSegment).join("/") : decodeSegment(parts[i]!));
   }
-  return parts.length === segs.length ? (vars ?? new Map()) : undefined;
+  return vars;
 }
 
 function decodeSegment(s: string): string {

@@ -1,6 +1,6 @@
 import { getOption, hasOption, ScalarType, type DescField, type DescMessage, type DescMethod, type Message } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
-import { rest_answer as restAnswerOption } from "../../gen/es/rock/options/v1/rest_pb.js";
+import { rest_answer as restAnswerOption } from "../../../../gen/es/rock/options/v1/rest_pb.js";
 import { parsePathTemplate } from "./path-template.js";
 
 /** The statuses a REST answer takes without creating anything; 201 comes only with `created`. */

@@ -1,9 +1,8 @@
 import type { DescMethod, Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor, type StreamRequest, type StreamResponse } from "@connectrpc/connect";
 import { callerKey } from "../auth/caller.js";
-import { restCallKey } from "../edge/call-context.js";
 import { codeName, httpStatusOf } from "../errors/mapping.js";
-import { responseMeterKey, type Protocol, type RefusedCall } from "../edge/response-meter.js";
+import { responseMeterKey, restCallKey, type Protocol, type RefusedCall } from "./response-meter.js";
 import { onStreamEnd } from "./stream-end.js";
 
 type Writable<T> = { -readonly [K in keyof T]: T[K] };

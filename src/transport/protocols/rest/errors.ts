@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { Fault } from "../errors/fault.js";
-import { codeName, codeStatus, faultError, faultOf, httpStatusOf } from "../errors/mapping.js";
+import { Fault } from "../../../errors/fault.js";
+import { codeName, codeStatus, faultError, faultOf, httpStatusOf } from "../../../errors/mapping.js";
 
 export interface RestError {
   readonly status: number;

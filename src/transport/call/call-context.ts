@@ -1,27 +1,22 @@
 import type { DescMethod } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextKey, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, type ContextValues, type HandlerContext } from "@connectrpc/connect";
+import type { ServerRequest } from "../http.js";
 
 export type CallContext = HandlerContext & {
   /** Ends the call's signal (the client left, or the call is over) and unhooks it from shutdown and the deadline. */
   abort(reason: unknown): void;
 };
 
-export interface CallContextInit {
+/** What the protocol that took a call knows of it. */
+export interface ContextStart {
   readonly method: DescMethod;
   /** `rest`, or the RPC protocol (`grpc`, `grpc-web`, `connect`) as Connect-ES names it. */
-  readonly protocolName: string;
-  readonly requestMethod: string;
+  readonly protocol: string;
+  /** The request's URL, scheme and authority included. */
   readonly url: string;
-  readonly requestHeader: HeadersInit;
-  readonly shutdownSignal: AbortSignal;
-  /** The call's context values, made by the composition's `contextValues(req)`: the interceptors' keys are theirs, not the transport's. */
-  readonly values: ContextValues;
   /** The client's deadline (grpc-timeout, connect-timeout-ms); the signal aborts DEADLINE_EXCEEDED when it passes. */
   readonly timeoutMs?: number;
 }
-
-/** Set on calls the REST edge makes: interceptors see no protocol name, and REST's headers may look like Connect's. */
-export const restCallKey = createContextKey(false, { description: "call made by the REST edge" });
 
 const noTimeout = (): undefined => undefined;
 /** The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days). */
@@ -33,35 +28,31 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
  * which costs more than the rest of a small call: here one controller follows the shutdown signal and,
  * when the client set one, a timer for the deadline.
  */
-export function createCallContext(init: CallContextInit): CallContext {
+export function createCallContext(start: ContextStart, req: ServerRequest, values: ContextValues, shutdown: AbortSignal): CallContext {
   const controller = new AbortController();
-  const shutdown = init.shutdownSignal;
   const onShutdown = (): void => controller.abort(shutdown.reason);
   if (shutdown.aborted) onShutdown();
   else shutdown.addEventListener("abort", onShutdown, { once: true });
   let timeoutMs: () => number | undefined = noTimeout;
   let deadline: NodeJS.Timeout | undefined;
-  if (init.timeoutMs !== undefined) {
-    const at = Date.now() + init.timeoutMs;
+  if (start.timeoutMs !== undefined) {
+    const at = Date.now() + start.timeoutMs;
     timeoutMs = () => at - Date.now();
     // Node fires a timer longer than its maximum at once: such a deadline (weeks) is simply not armed.
-    if (init.timeoutMs <= MAX_TIMER_MS) deadline = setTimeout(() => controller.abort(new ConnectError("the deadline passed", Code.DeadlineExceeded)), init.timeoutMs);
+    if (start.timeoutMs <= MAX_TIMER_MS) deadline = setTimeout(() => controller.abort(new ConnectError("the deadline passed", Code.DeadlineExceeded)), start.timeoutMs);
   }
-  const rest = init.protocolName === "rest";
-  const values = init.values;
-  if (rest) values.set(restCallKey, true);
   return {
-    method: init.method,
-    service: init.method.parent,
+    method: start.method,
+    service: start.method.parent,
     signal: controller.signal,
     timeoutMs,
-    requestMethod: init.requestMethod,
-    requestHeader: new Headers(init.requestHeader),
+    requestMethod: req.method ?? "GET",
+    requestHeader: new Headers(nodeHeaders(req.headers)),
     responseHeader: new Headers(),
     responseTrailer: new Headers(),
-    protocolName: init.protocolName,
+    protocolName: start.protocol,
     values,
-    url: init.url,
+    url: start.url,
     abort(reason) {
       shutdown.removeEventListener("abort", onShutdown);
       clearTimeout(deadline);
@@ -70,8 +61,8 @@ export function createCallContext(init: CallContextInit): CallContext {
   };
 }
 
-/** Node's request headers as Connect takes them (it builds its own Headers from this), without HTTP/2 pseudo-headers. */
-export function nodeHeaders(h: Record<string, string | string[] | undefined>): [string, string][] {
+/** Node's request headers as Headers takes them, without HTTP/2 pseudo-headers. */
+function nodeHeaders(h: Record<string, string | string[] | undefined>): [string, string][] {
   const out: [string, string][] = [];
   for (const k in h) {
     if (k.charCodeAt(0) === 58 /* ':' */) continue;
