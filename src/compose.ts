@@ -72,7 +72,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
   for (const warning of [...config.warnings, ...securityWarnings(config)]) logger.warn(warning);
   if (isolation.isolated && config.configFile) assertPrivateConfig(config.configFile);
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const announce = opts.announce ?? ((t: string) => process.stdout.write(t + "\n"));
+  const announce = opts.announce ?? ((t: string) => process.stdout.write(`${t}\n`));
   const toTerminal = opts.announceToTerminal ?? (opts.announce === undefined && process.stdout.isTTY === true);
   const users = new UserDirectory(await bootstrapUsers(config.users, config.dataDir, announce, toTerminal), config.auth);
   const cleanups: (() => Promise<void> | void)[] = [() => users.close()];
@@ -80,7 +80,11 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     for (const c of cleanups.reverse()) await c();
   };
   try {
-    const log = new ConsoleLog({ file: path.join(config.dataDir, "rserver.log"), maxBytes: config.r.logMaxBytes, files: config.r.logFiles });
+    const log = new ConsoleLog({
+      file: path.join(config.dataDir, "rserver.log"),
+      maxBytes: config.r.logMaxBytes,
+      files: config.r.logFiles,
+    });
     cleanups.push(() => log.close());
     const sessionsDir = sessionsRoot(config.r, config.dataDir, isolation.isolated);
     const quotas = sessionQuotas(config, isolation.isolated, logger);
@@ -141,8 +145,10 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
 
     // With peers, each handler passes on the calls another node must serve (after every interceptor:
     // only callers this node authenticated are passed on).
-    const forward = config.cluster.peers.length > 0 ? forwardingMethods(config.node.id, peers.others(), clusterRoute(peers), clusterFanOut) : undefined;
-    const clustered = (services: RegisteredService[]): RegisteredService[] => (forward ? services.map((s) => wrapMethods(s, forward)) : services);
+    const forward =
+      config.cluster.peers.length > 0 ? forwardingMethods(config.node.id, peers.others(), clusterRoute(peers), clusterFanOut) : undefined;
+    const clustered = (services: RegisteredService[]): RegisteredService[] =>
+      forward ? services.map((s) => wrapMethods(s, forward)) : services;
     const server = await startServer({
       port: config.port,
       host: config.host,
@@ -157,7 +163,11 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       ]),
       interceptors: [
         // Nothing reads the calls with the log silent and metrics off: not even timed then.
-        ...(callSinks.length === 0 ? [] : [callObserver({ namesSession: (m) => m.parent === RService && m.input.fields.some((f) => f.name === "id"), sinks: callSinks })]),
+        ...(callSinks.length === 0
+          ? []
+          : [
+              callObserver({ namesSession: (m) => m.parent === RService && m.input.fields.some((f) => f.name === "id"), sinks: callSinks }),
+            ]),
         // Outside the drain gate and authentication, so that their refusals are faults too; inside
         // the observer, which records the answer the client gets.
         faultConversion,
@@ -199,9 +209,13 @@ function sessionCounts(engine: REngine): { total: number; busy: number } {
 function securityWarnings(config: Config): string[] {
   if (config.auth.securityEnabled) return [];
   if (config.auth.openNetworks.length === 0) {
-    return ["ROCK_SECURITY_ENABLED=false alone changes nothing: every call still needs credentials. To serve calls without credentials from a trusted network only (a pod network), also set ROCK_SECURITY_OPEN_NETWORKS (README, Security model)"];
+    return [
+      "ROCK_SECURITY_ENABLED=false alone changes nothing: every call still needs credentials. To serve calls without credentials from a trusted network only (a pod network), also set ROCK_SECURITY_OPEN_NETWORKS (README, Security model)",
+    ];
   }
-  return [`AUTHENTICATION IS OFF for clients in ${config.auth.openNetworks.join(", ")} (ROCK_SECURITY_ENABLED=false): they are served as an administrator of the R service without credentials; every other client authenticates`];
+  return [
+    `AUTHENTICATION IS OFF for clients in ${config.auth.openNetworks.join(", ")} (ROCK_SECURITY_ENABLED=false): they are served as an administrator of the R service without credentials; every other client authenticates`,
+  ];
 }
 
 /** The node's registration with Opal when opal.server is set and the node has a public URL to be called back at. */
@@ -209,7 +223,10 @@ function opalRegistration(config: Config, logger: Logger, metrics: ServiceMetric
   const { opal, node } = config;
   if (opal.server === "") return undefined;
   if (node.publicUrl === undefined) {
-    logger.warn("ROCK_OPAL_SERVER is set but not ROCK_SERVER (node.publicUrl), the URL Opal calls this node at: not registering with Opal", { opal: opal.server });
+    logger.warn(
+      "ROCK_OPAL_SERVER is set but not ROCK_SERVER (node.publicUrl), the URL Opal calls this node at: not registering with Opal",
+      { opal: opal.server },
+    );
     return undefined;
   }
   const log = registrationLog(logger, opal.server, opal.retrySeconds);
@@ -242,11 +259,15 @@ function sessionQuotas(config: Config, isolated: boolean, logger: Logger): Sessi
   });
   if (!(opened instanceof SessionQuotas)) {
     if (r.quotas === "required") throw new Error(`r.quotas is 'required' but ${opened.unavailable}`);
-    logger.warn(`R sessions have no quotas: ${opened.unavailable}. Each session process keeps its rlimits (r.sessionMemoryMb as address space, r.sessionProcesses), but nothing bounds a session's total memory or CPU, or all sessions' memory (README, Security model)`);
+    logger.warn(
+      `R sessions have no quotas: ${opened.unavailable}. Each session process keeps its rlimits (r.sessionMemoryMb as address space, r.sessionProcesses), but nothing bounds a session's total memory or CPU, or all sessions' memory (README, Security model)`,
+    );
     return undefined;
   }
   if (!protectFromOomKiller()) {
-    logger.warn("the service cannot take itself out of the OOM killer's reach (oom_score_adj -1000 needs CAP_SYS_RESOURCE): sessions (+1000) stay its first choice");
+    logger.warn(
+      "the service cannot take itself out of the OOM killer's reach (oom_score_adj -1000 needs CAP_SYS_RESOURCE): sessions (+1000) stay its first choice",
+    );
   }
   return opened;
 }
@@ -255,7 +276,8 @@ function sessionQuotas(config: Config, isolated: boolean, logger: Logger): Sessi
 function assertSessionNetwork(config: Config, isolated: boolean): void {
   if (config.r.sessionNetwork !== "none") return;
   if (!isolated) throw new Error("r.sessionNetwork is 'none' but sessions are not isolated (the service is not root)");
-  if (!hasCapability(SYS_ADMIN)) throw new Error("r.sessionNetwork is 'none' but a network namespace per session needs CAP_SYS_ADMIN, which this process lacks");
+  if (!hasCapability(SYS_ADMIN))
+    throw new Error("r.sessionNetwork is 'none' but a network namespace per session needs CAP_SYS_ADMIN, which this process lacks");
 }
 
 /**
@@ -266,8 +288,15 @@ function sessionView(config: Config, isolated: boolean, logger: Logger): { priva
   const privateTmp = isolated && config.r.sessionTmp === "private";
   const minimalFilesystem = isolated && config.r.sessionFilesystem === "minimal";
   if (!(privateTmp || minimalFilesystem) || hasCapability(SYS_ADMIN)) return { privateTmp, minimalFilesystem };
-  const lost = [minimalFilesystem ? "see the host's whole file system" : "", privateTmp ? "share the host's /tmp, /var/tmp and /dev/shm" : ""].filter(Boolean).join(" and ");
+  const lost = [
+    minimalFilesystem ? "see the host's whole file system" : "",
+    privateTmp ? "share the host's /tmp, /var/tmp and /dev/shm" : "",
+  ]
+    .filter(Boolean)
+    .join(" and ");
   const meant = [minimalFilesystem ? "r.sessionFilesystem: host" : "", privateTmp ? "r.sessionTmp: shared" : ""].filter(Boolean).join(", ");
-  logger.warn(`R sessions ${lost}: a mount namespace per session needs CAP_SYS_ADMIN, which this process lacks (${meant} says this is meant)`);
+  logger.warn(
+    `R sessions ${lost}: a mount namespace per session needs CAP_SYS_ADMIN, which this process lacks (${meant} says this is meant)`,
+  );
   return { privateTmp: false, minimalFilesystem: false };
 }

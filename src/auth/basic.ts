@@ -18,6 +18,7 @@ const BASIC = /^basic +(\S+)$/i;
 /** Standard base64 with exactly the padding it needs, nothing else (RFC 4648 §4). */
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // RFC 7617 §2: neither part may hold control characters.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 

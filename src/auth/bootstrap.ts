@@ -31,7 +31,7 @@ export async function bootstrapUsers(
   // stale file is replaced, never followed ('wx' refuses a symbolic link planted there).
   if (!toTerminal) {
     fs.rmSync(passwordFile, { force: true });
-    fs.writeFileSync(passwordFile, password + "\n", { mode: 0o600, flag: "wx" });
+    fs.writeFileSync(passwordFile, `${password}\n`, { mode: 0o600, flag: "wx" });
   }
   fs.writeFileSync(file, stringify(users), { mode: 0o600 });
   announce(

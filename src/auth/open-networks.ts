@@ -1,7 +1,10 @@
 import { BlockList, isIPv4, isIPv6 } from "node:net";
 
 /** `address/prefix` (or a bare address, its own network), IPv4 or IPv6; throws naming what is wrong. */
-export function parseNetwork(text: string, key: string): { readonly address: string; readonly prefix: number; readonly family: "ipv4" | "ipv6" } {
+export function parseNetwork(
+  text: string,
+  key: string,
+): { readonly address: string; readonly prefix: number; readonly family: "ipv4" | "ipv6" } {
   const [address = "", bits, extra] = text.trim().split("/");
   const family = isIPv4(address) ? "ipv4" : isIPv6(address) ? "ipv6" : undefined;
   const max = family === "ipv4" ? 32 : 128;

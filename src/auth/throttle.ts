@@ -31,7 +31,8 @@ export class FailureThrottle {
   /** Throws RESOURCE_EXHAUSTED while `client` has used up its failures. */
   check(client: string): void {
     const e = this.current(client);
-    if (e && e.failures >= this.opts.maxFailures) throw tooManyAttempts("Too many failed authentication attempts from this address", this.secondsLeft(e));
+    if (e && e.failures >= this.opts.maxFailures)
+      throw tooManyAttempts("Too many failed authentication attempts from this address", this.secondsLeft(e));
   }
 
   /**
@@ -101,14 +102,16 @@ export function clientKey(address: string | undefined): string {
   if (mapped) return mapped[1]!;
   // A socket's remote address: IPv6 exactly when it holds a colon (no validating regular expression per request).
   if (!address.includes(":")) return address;
-  return expandIPv6(address).slice(0, 4).join(":") + "::/64";
+  return `${expandIPv6(address).slice(0, 4).join(":")}::/64`;
 }
 
 /** The eight groups of an IPv6 address (`::` expanded); an embedded IPv4 tail is two groups. */
 function expandIPv6(address: string): string[] {
-  const text = address.replace(/%.*$/, "").replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_, a: string, b: string, c: string, d: string) =>
-    [(+a << 8) | +b, (+c << 8) | +d].map((n) => n.toString(16)).join(":"),
-  );
+  const text = address
+    .replace(/%.*$/, "")
+    .replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_, a: string, b: string, c: string, d: string) =>
+      [(+a << 8) | +b, (+c << 8) | +d].map((n) => n.toString(16)).join(":"),
+    );
   const [head = "", tail] = text.split("::");
   const left = head ? head.split(":") : [];
   const right = tail ? tail.split(":") : [];

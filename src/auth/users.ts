@@ -42,7 +42,11 @@ export class UserDirectory {
     }
     this.users = new Map(users.map((u) => [u.name, u]));
     this.pool = new HashPool({ workers: auth.hashWorkers, maxQueue: auth.hashQueue });
-    this.throttle = new FailureThrottle({ maxFailures: auth.maxFailures, windowMs: auth.failureWindowSeconds * 1000, maxClients: auth.trackedClients });
+    this.throttle = new FailureThrottle({
+      maxFailures: auth.maxFailures,
+      windowMs: auth.failureWindowSeconds * 1000,
+      maxClients: auth.trackedClients,
+    });
   }
 
   /**

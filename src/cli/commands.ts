@@ -78,7 +78,10 @@ export async function runCommandLine(argv: readonly string[], io: Streams = proc
       let config: Config;
       try {
         config = loadConfig(command.configFile);
-        const ready = await prepareService(config, { systemPackages: true, progress: (line) => io.stderr.write(`rock-ts setup: ${line}\n`) });
+        const ready = await prepareService(config, {
+          systemPackages: true,
+          progress: (line) => io.stderr.write(`rock-ts setup: ${line}\n`),
+        });
         io.stderr.write(`rock-ts setup: R is ready (packages from ${ready.packages.repos.join(", ")})\n`);
       } catch (e) {
         return fail(`setup: ${(e as Error).message}`);

@@ -5,7 +5,14 @@
  * after every interceptor — a node passes on only callers it authenticated itself, the peer checks them
  * again — and works the same whichever protocol the call came in by: REST, gRPC, gRPC-Web, Connect.
  */
-import { create, type DescMessage, type DescMethod, type DescMethodStreaming, type Message, type MessageInitShape } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type DescMethodStreaming,
+  type Message,
+  type MessageInitShape,
+} from "@bufbuild/protobuf";
 import { ConnectError, type HandlerContext, type MethodImplSpec, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Fault } from "../errors/fault.js";
@@ -35,10 +42,16 @@ const FAN_OUT_TIMEOUT_MS = 5_000;
 /** Request headers a peer needs: the caller's credentials. The transport writes its own protocol headers. */
 const PASSED_ON = ["authorization"];
 /** The peer's answer headers that are its protocol's, not the call's (each protocol writes its own). */
-const PROTOCOL_HEADER = /^(content-type|content-length|content-encoding|accept-encoding|date|te|trailer|transfer-encoding|vary|grpc-.*|connect-.*)$/i;
+const PROTOCOL_HEADER =
+  /^(content-type|content-length|content-encoding|accept-encoding|date|te|trailer|transfer-encoding|vary|grpc-.*|connect-.*)$/i;
 
 /** Makes each method pass its calls on when `route` names a peer, and serve them itself otherwise. */
-export function forwardingMethods(self: string, peers: readonly Peer[], route: CallRoute, fanOut: FanOut): (spec: MethodImplSpec) => MethodImplSpec {
+export function forwardingMethods(
+  self: string,
+  peers: readonly Peer[],
+  route: CallRoute,
+  fanOut: FanOut,
+): (spec: MethodImplSpec) => MethodImplSpec {
   const transports = new Map<string, Transport>();
   const transportOf = (peer: Peer): Transport => {
     let t = transports.get(peer.url);
@@ -75,7 +88,10 @@ export function forwardingMethods(self: string, peers: readonly Peer[], route: C
               const remote = peers.map((peer) =>
                 transportOf(peer)
                   .unary(method, signal, undefined, headersFor(ctx), req)
-                  .then((r) => r.message, () => undefined),
+                  .then(
+                    (r) => r.message,
+                    () => undefined,
+                  ),
               );
               const local = create(method.output, await impl(req, ctx));
               const answers = (await Promise.all(remote)).filter((m) => m !== undefined);
@@ -97,7 +113,9 @@ export function forwardingMethods(self: string, peers: readonly Peer[], route: C
           impl: async function* (req, ctx) {
             const target = targetOf(method, req, ctx);
             if (target === undefined) return yield* impl(req, ctx);
-            const res = await reaching(target, () => transportOf(target.peer).stream(method, ctx.signal, undefined, headersFor(ctx), once(req)));
+            const res = await reaching(target, () =>
+              transportOf(target.peer).stream(method, ctx.signal, undefined, headersFor(ctx), once(req)),
+            );
             answerHeaders(res, ctx);
             yield* relayed(res.message, target);
           },
@@ -115,7 +133,9 @@ export function forwardingMethods(self: string, peers: readonly Peer[], route: C
             const all = replay(first, input);
             const target = first.done ? undefined : targetOf(method, first.value, ctx);
             if (target === undefined) return impl(all, ctx);
-            const res = await reaching(target, () => transportOf(target.peer).stream(method as DescMethodStreaming, ctx.signal, undefined, headersFor(ctx), all));
+            const res = await reaching(target, () =>
+              transportOf(target.peer).stream(method as DescMethodStreaming, ctx.signal, undefined, headersFor(ctx), all),
+            );
             let last: Awaited<ReturnType<typeof impl>> | undefined;
             for await (const m of relayed(res.message, target)) last = m;
             answerHeaders(res, ctx);

@@ -12,7 +12,10 @@ export function parsePeers(entries: readonly string[]): Peer[] {
   return entries.map((entry) => {
     const at = entry.indexOf("=");
     const id = entry.slice(0, at).trim();
-    const url = entry.slice(at + 1).trim().replace(/\/+$/, "");
+    const url = entry
+      .slice(at + 1)
+      .trim()
+      .replace(/\/+$/, "");
     if (at <= 0 || id === "" || !/^https?:\/\/[^/]+$/.test(url)) {
       throw new Error(`cluster.peers: expected id=http(s)://host:port entries, not '${entry}'`);
     }
@@ -37,7 +40,8 @@ export class PeerTable {
       const tag = nodeTag(peer.id);
       const other = tag === this.selfTag ? self : this.byTag.get(tag)?.id;
       // Two ids with one tag could not be told apart by their sessions' ids.
-      if (other !== undefined && other !== peer.id) throw new Error(`cluster.peers: nodes '${other}' and '${peer.id}' have the same session tag ${tag}: rename one`);
+      if (other !== undefined && other !== peer.id)
+        throw new Error(`cluster.peers: nodes '${other}' and '${peer.id}' have the same session tag ${tag}: rename one`);
       this.byTag.set(tag, peer);
     }
     if (catalogNode === "" || catalogNode === self) this.catalog = undefined;

@@ -1,5 +1,5 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import { NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
+import type { NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
 import { Fault } from "../errors/fault.js";
 
 /**

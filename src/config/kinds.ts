@@ -16,7 +16,10 @@ function refuse(where: string, expected: string, value: unknown): never {
 function scalar<T>(expected: string, fromText: (text: string, where: string) => T, show: (value: T) => string): Kind<T> {
   return {
     fromText,
-    fromFile: (value, where) => (typeof value === "string" || typeof value === "number" || typeof value === "boolean" ? fromText(String(value), where) : refuse(where, expected, value)),
+    fromFile: (value, where) =>
+      typeof value === "string" || typeof value === "number" || typeof value === "boolean"
+        ? fromText(String(value), where)
+        : refuse(where, expected, value),
     show,
   };
 }
@@ -27,7 +30,11 @@ export function checked<T>(kind: Kind<T>, check: (value: T, where: string) => vo
     check(value, where);
     return value;
   };
-  return { ...kind, fromText: (text, where) => pass(kind.fromText(text, where), where), fromFile: (value, where) => pass(kind.fromFile(value, where), where) };
+  return {
+    ...kind,
+    fromText: (text, where) => pass(kind.fromText(text, where), where),
+    fromFile: (value, where) => pass(kind.fromFile(value, where), where),
+  };
 }
 
 const quoted = (text: string): string => (text === "" ? "empty" : `\`${text}\``);
@@ -35,7 +42,11 @@ const quoted = (text: string): string => (text === "" ? "empty" : `\`${text}\``)
 export const text: Kind<string> = scalar("a string", (t) => t, quoted);
 
 /** Unset by default: who reads it falls back on another setting. */
-export const optionalText: Kind<string | undefined> = scalar<string | undefined>("a string", (t) => t, (v) => (v === undefined ? "unset" : quoted(v)));
+export const optionalText: Kind<string | undefined> = scalar<string | undefined>(
+  "a string",
+  (t) => t,
+  (v) => (v === undefined ? "unset" : quoted(v)),
+);
 
 /** Made absolute against the working folder, as given on the command line. */
 export const absolutePath: Kind<string> = scalar("a path", (t) => path.resolve(t), quoted);
@@ -75,7 +86,12 @@ export const bytes: Kind<number> = {
 export const boolean: Kind<boolean> = {
   fromText: (t, where) => (/^(true|1|yes)$/i.test(t) ? true : /^(false|0|no)$/i.test(t) ? false : refuse(where, "true or false", t)),
   // YAML writes true and false; the environment's 1 and yes are not taken from a file.
-  fromFile: (value, where) => (typeof value === "boolean" ? value : typeof value === "string" && /^(true|false)$/i.test(value) ? value.toLowerCase() === "true" : refuse(where, "true or false", value)),
+  fromFile: (value, where) =>
+    typeof value === "boolean"
+      ? value
+      : typeof value === "string" && /^(true|false)$/i.test(value)
+        ? value.toLowerCase() === "true"
+        : refuse(where, "true or false", value),
   show: String,
 };
 
@@ -91,12 +107,23 @@ export function list(form: string, each: (item: string, where: string) => void =
     return found;
   };
   return {
-    fromText: (t, where) => items(t.split(",").map((s) => s.trim()).filter(Boolean), where),
+    fromText: (t, where) =>
+      items(
+        t
+          .split(",")
+          .map((s) => s.trim())
+          .filter(Boolean),
+        where,
+      ),
     fromFile: (value, where) => {
       if (!Array.isArray(value)) return refuse(where, "a list", value);
       const found: unknown[] = value;
       return items(
-        found.map((item) => (typeof item === "string" || typeof item === "number" || typeof item === "boolean" ? String(item) : refuse(where, "a list of strings", item))),
+        found.map((item) =>
+          typeof item === "string" || typeof item === "number" || typeof item === "boolean"
+            ? String(item)
+            : refuse(where, "a list of strings", item),
+        ),
         where,
       );
     },
@@ -112,7 +139,8 @@ export const uidRange: Kind<UidRange> = scalar(
     const match = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(t);
     const first = Number(match?.[1]);
     const last = Number(match?.[2]);
-    if (!match || first < 1 || last < first || last >= 2 ** 32 - 1) throw new Error(`${where}: expected 'first-last' with 0 < first <= last, not '${t}'`);
+    if (!match || first < 1 || last < first || last >= 2 ** 32 - 1)
+      throw new Error(`${where}: expected 'first-last' with 0 < first <= last, not '${t}'`);
     return { first, last };
   },
   (r) => quoted(`${r.first}-${r.last}`),

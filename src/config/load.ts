@@ -32,13 +32,21 @@ export function loadConfig(file?: string, env: Env = process.env): Config {
   return config;
 }
 
-const KNOWN_VARIABLES = new Set([CONFIG_VARIABLE, ...ROCK_ONLY_VARIABLES, ...settingsOf(SETTINGS).flatMap(([, setting]) => setting.variables)]);
+const KNOWN_VARIABLES = new Set([
+  CONFIG_VARIABLE,
+  ...ROCK_ONLY_VARIABLES,
+  ...settingsOf(SETTINGS).flatMap(([, setting]) => setting.variables),
+]);
 
 /** Whatever other ROCK_* variable is set is a typo or a setting this server does not have: refused, not ignored. */
 function refuseUnknown(env: Env): void {
-  const unknown = Object.keys(env).filter((name) => name.startsWith("ROCK_") && !KNOWN_VARIABLES.has(name)).sort();
+  const unknown = Object.keys(env)
+    .filter((name) => name.startsWith("ROCK_") && !KNOWN_VARIABLES.has(name))
+    .sort();
   if (unknown.length > 0) {
-    throw new Error(`unknown environment variable${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (README, Configuration, lists them all)`);
+    throw new Error(
+      `unknown environment variable${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (README, Configuration, lists them all)`,
+    );
   }
 }
 

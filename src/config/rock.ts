@@ -13,7 +13,10 @@ const ROLE_PAIRS = [
 
 const CONSUL = ["ROCK_CONSUL_SERVER", "ROCK_CONSUL_TOKEN", "ROCK_CONSUL_INTERVAL"];
 
-export const ROCK_ONLY_VARIABLES: readonly string[] = [...ROLE_PAIRS.flatMap(([prefix]) => [`${prefix}_NAME`, `${prefix}_PASSWORD`]), ...CONSUL];
+export const ROCK_ONLY_VARIABLES: readonly string[] = [
+  ...ROLE_PAIRS.flatMap(([prefix]) => [`${prefix}_NAME`, `${prefix}_PASSWORD`]),
+  ...CONSUL,
+];
 
 /** The role pairs as the README's table says them. */
 export const ROLE_PAIRS_SHOWN = `Rock's ${ROLE_PAIRS.map(([prefix]) => `\`${prefix}_NAME\`/\`_PASSWORD\``).join(", ")}`;

@@ -120,12 +120,17 @@ export function isSetting(entry: AnySetting | Group): entry is AnySetting {
 
 /** Every setting of a group with its dotted key, in the table's order. */
 export function settingsOf(group: Group, prefix = ""): Array<readonly [key: string, setting: AnySetting]> {
-  return Object.entries(group).flatMap(([name, entry]) => (isSetting(entry) ? [[prefix + name, entry] as const] : settingsOf(entry, `${prefix}${name}.`)));
+  return Object.entries(group).flatMap(([name, entry]) =>
+    isSetting(entry) ? [[prefix + name, entry] as const] : settingsOf(entry, `${prefix}${name}.`),
+  );
 }
 
 /** Every setting's value from `source`, nested as the group is. */
 export function valuesOf(group: Group, source: Source, prefix = ""): Record<string, unknown> {
   return Object.fromEntries(
-    Object.entries(group).map(([name, entry]) => [name, isSetting(entry) ? entry.valueFrom(source, prefix + name) : valuesOf(entry, source, `${prefix}${name}.`)]),
+    Object.entries(group).map(([name, entry]) => [
+      name,
+      isSetting(entry) ? entry.valueFrom(source, prefix + name) : valuesOf(entry, source, `${prefix}${name}.`),
+    ]),
   );
 }

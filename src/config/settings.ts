@@ -3,7 +3,22 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseNetwork } from "../auth/open-networks.js";
 import type { Config } from "./config.js";
-import { absolutePath, boolean, bytes, checked, httpUrl, integer, list, number, oneOf, optionalPath, optionalText, seconds, text, uidRange } from "./kinds.js";
+import {
+  absolutePath,
+  boolean,
+  bytes,
+  checked,
+  httpUrl,
+  integer,
+  list,
+  number,
+  oneOf,
+  optionalPath,
+  optionalText,
+  seconds,
+  text,
+  uidRange,
+} from "./kinds.js";
 import { ROLE_PAIRS_SHOWN } from "./rock.js";
 import { Setting, valuesOf, type Source, type Table } from "./setting.js";
 import { users } from "./users.js";
@@ -29,7 +44,12 @@ export const SETTINGS = {
   port: new Setting(integer(0, 65535), { env: "ROCK_PORT", default: 8085, meaning: "every protocol on this one port" }),
   host: new Setting(text, { env: "ROCK_HOST", default: "0.0.0.0", meaning: "bind address" }),
   tls: {
-    cert: new Setting(optionalPath, { env: "ROCK_TLS_CERT", default: "", meaning: "PEM file of the certificate chain; with `tls.key` the port speaks HTTPS only (see HTTPS); one without the other stops the start" }),
+    cert: new Setting(optionalPath, {
+      env: "ROCK_TLS_CERT",
+      default: "",
+      meaning:
+        "PEM file of the certificate chain; with `tls.key` the port speaks HTTPS only (see HTTPS); one without the other stops the start",
+    }),
     key: new Setting(optionalPath, { env: "ROCK_TLS_KEY", default: "", meaning: "PEM file of the certificate's private key, unencrypted" }),
   },
   dataDir: new Setting(absolutePath, {
@@ -40,11 +60,22 @@ export const SETTINGS = {
     meaning: "LevelDB, sessions' folders, console log, generated users",
   }),
   node: {
-    id: new Setting(text, { env: "ROCK_NODE_ID", rock: "ROCK_ID", computed: () => `rock-${os.hostname()}`, shown: "`rock-<hostname>`", meaning: "`id` of `/_info` and `/rserver`" }),
+    id: new Setting(text, {
+      env: "ROCK_NODE_ID",
+      rock: "ROCK_ID",
+      computed: () => `rock-${os.hostname()}`,
+      shown: "`rock-<hostname>`",
+      meaning: "`id` of `/_info` and `/rserver`",
+    }),
     name: new Setting(optionalText, { env: "ROCK_NODE_NAME", default: undefined, shown: "the id", meaning: "`name` of `/_info`" }),
     cluster: new Setting(text, { rock: "ROCK_CLUSTER", default: "default", meaning: "`cluster` of `/_info` and `/rserver`" }),
     tags: new Setting(list("comma-separated"), { rock: "ROCK_TAGS", default: [], meaning: "`tags` of `/_info` and `/rserver`" }),
-    publicUrl: new Setting(optionalText, { env: "ROCK_PUBLIC_URL", rock: "ROCK_SERVER", default: undefined, meaning: "`server` of `/_info`" }),
+    publicUrl: new Setting(optionalText, {
+      env: "ROCK_PUBLIC_URL",
+      rock: "ROCK_SERVER",
+      default: undefined,
+      meaning: "`server` of `/_info`",
+    }),
   },
   users: new Setting(users, {
     env: "ROCK_USERS",
@@ -57,34 +88,77 @@ export const SETTINGS = {
     executable: new Setting(text, { env: "ROCK_R_EXECUTABLE", default: "R", shown: "`R` (on `PATH`)", meaning: "the R executable" }),
     startOnBoot: new Setting(boolean, { env: "ROCK_R_START", default: true, meaning: "start the R server with the service" }),
     autoRestart: new Setting(boolean, { env: "ROCK_R_AUTO_RESTART", default: true, meaning: "restart it when it dies on its own" }),
-    startWaitSeconds: new Setting(number, { env: "ROCK_R_START_WAIT_SECONDS", default: 30, meaning: "a call needing R waits this long while R starts, then 503" }),
-    profile: new Setting(profile, { env: "ROCK_R_PROFILE", default: "", meaning: "R code the R server runs before forking sessions (Stopping and starting)" }),
+    startWaitSeconds: new Setting(number, {
+      env: "ROCK_R_START_WAIT_SECONDS",
+      default: 30,
+      meaning: "a call needing R waits this long while R starts, then 503",
+    }),
+    profile: new Setting(profile, {
+      env: "ROCK_R_PROFILE",
+      default: "",
+      meaning: "R code the R server runs before forking sessions (Stopping and starting)",
+    }),
     encoding: new Setting(text, { env: "ROCK_R_ENCODING", default: "UTF-8", meaning: "`encoding` of `/rserver`" }),
-    sessionTimeoutMinutes: new Setting(number, { env: "ROCK_SESSION_TIMEOUT", default: 240, meaning: "idle sessions are closed; <= 0: never" }),
-    sessionCheckSeconds: new Setting(number, { env: "ROCK_R_SESSION_CHECK_SECONDS", default: 600, meaning: "how often idle sessions are looked for; <= 0: never" }),
-    maxEvalSeconds: new Setting(number, { env: "ROCK_MAX_EVAL_SECONDS", default: 0, meaning: "wall-clock bound of an evaluation; <= 0: none" }),
-    maxEvalCpuSeconds: new Setting(number, { env: "ROCK_MAX_EVAL_CPU_SECONDS", default: 0, meaning: "CPU bound of an evaluation; <= 0: none" }),
+    sessionTimeoutMinutes: new Setting(number, {
+      env: "ROCK_SESSION_TIMEOUT",
+      default: 240,
+      meaning: "idle sessions are closed; <= 0: never",
+    }),
+    sessionCheckSeconds: new Setting(number, {
+      env: "ROCK_R_SESSION_CHECK_SECONDS",
+      default: 600,
+      meaning: "how often idle sessions are looked for; <= 0: never",
+    }),
+    maxEvalSeconds: new Setting(number, {
+      env: "ROCK_MAX_EVAL_SECONDS",
+      default: 0,
+      meaning: "wall-clock bound of an evaluation; <= 0: none",
+    }),
+    maxEvalCpuSeconds: new Setting(number, {
+      env: "ROCK_MAX_EVAL_CPU_SECONDS",
+      default: 0,
+      meaning: "CPU bound of an evaluation; <= 0: none",
+    }),
     interruptGraceSeconds: new Setting(number, {
       env: "ROCK_R_INTERRUPT_GRACE_SECONDS",
       default: 5,
       meaning: "then a session ignoring an interrupt the service sent is ended; <= 0: at once",
     }),
     commandWaitSeconds: new Setting(number, { env: "ROCK_R_COMMAND_WAIT_SECONDS", default: 300, meaning: "cap of `wait=true`" }),
-    logMaxBytes: new Setting(bytes, { env: "ROCK_R_LOG_MAX_BYTES", default: 10 * 1024 * 1024, meaning: "the R console log is rotated past this size" }),
+    logMaxBytes: new Setting(bytes, {
+      env: "ROCK_R_LOG_MAX_BYTES",
+      default: 10 * 1024 * 1024,
+      meaning: "the R console log is rotated past this size",
+    }),
     logFiles: new Setting(number, { env: "ROCK_R_LOG_FILES", default: 5, meaning: "rotated console log files kept" }),
-    isolation: new Setting(oneOf("auto", "required"), { env: "ROCK_R_ISOLATION", default: "auto", meaning: "`required`: refuse to start unless sessions get uids of their own" }),
-    sessionUids: new Setting(uidRange, { env: "ROCK_R_SESSION_UIDS", default: { first: 70000, last: 70999 }, meaning: "uids (and gids) isolated sessions run as" }),
-    sessionsDir: new Setting(text, { env: "ROCK_R_SESSIONS_DIR", default: "", shown: "empty: `<dataDir>/sessions`", meaning: "see Security model" }),
+    isolation: new Setting(oneOf("auto", "required"), {
+      env: "ROCK_R_ISOLATION",
+      default: "auto",
+      meaning: "`required`: refuse to start unless sessions get uids of their own",
+    }),
+    sessionUids: new Setting(uidRange, {
+      env: "ROCK_R_SESSION_UIDS",
+      default: { first: 70000, last: 70999 },
+      meaning: "uids (and gids) isolated sessions run as",
+    }),
+    sessionsDir: new Setting(text, {
+      env: "ROCK_R_SESSIONS_DIR",
+      default: "",
+      shown: "empty: `<dataDir>/sessions`",
+      meaning: "see Security model",
+    }),
     setupLibrary: new Setting(absolutePath, {
       env: "ROCK_R_SETUP_LIBRARY",
       computed: () => fileURLToPath(new URL("../../r-library", import.meta.url)),
       shown: "`r-library/` in the checkout",
-      meaning: "where the start and `rock-ts setup` install the R packages the service needs when R's libraries lack them; searched after R's own libraries (Quick start)",
+      meaning:
+        "where the start and `rock-ts setup` install the R packages the service needs when R's libraries lack them; searched after R's own libraries (Quick start)",
     }),
     sessionMemoryMb: new Setting(number, {
       env: "ROCK_R_SESSION_MEMORY_MB",
       default: 4096,
-      meaning: "each session's memory: with quotas its real memory, swap included, all its processes together; without, RLIMIT_AS of each process",
+      meaning:
+        "each session's memory: with quotas its real memory, swap included, all its processes together; without, RLIMIT_AS of each process",
     }),
     quotas: new Setting(oneOf("auto", "required", "off"), {
       env: "ROCK_R_QUOTAS",
@@ -94,7 +168,8 @@ export const SETTINGS = {
     sessionTmp: new Setting(oneOf("private", "shared"), {
       env: "ROCK_R_SESSION_TMP",
       default: "private",
-      meaning: "each isolated session's own `/tmp`, `/var/tmp`, `/dev/shm` where the service may make mount namespaces; `shared`: the host's",
+      meaning:
+        "each isolated session's own `/tmp`, `/var/tmp`, `/dev/shm` where the service may make mount namespaces; `shared`: the host's",
     }),
     sessionNetwork: new Setting(oneOf("host", "none"), {
       env: "ROCK_R_SESSION_NETWORK",
@@ -113,7 +188,12 @@ export const SETTINGS = {
       shown: "¾ of the host's memory",
       meaning: "all sessions' memory together, with quotas",
     }),
-    sessionCpuCores: new Setting(number, { env: "ROCK_R_SESSION_CPU_CORES", default: 0, shown: "0: no cap", meaning: "each session's CPU in cores at most, with quotas" }),
+    sessionCpuCores: new Setting(number, {
+      env: "ROCK_R_SESSION_CPU_CORES",
+      default: 0,
+      shown: "0: no cap",
+      meaning: "each session's CPU in cores at most, with quotas",
+    }),
     sessionProcesses: new Setting(number, { env: "ROCK_R_SESSION_PROCESSES", default: 64, meaning: "RLIMIT_NPROC of each session's uid" }),
     maxSessions: new Setting(number, { env: "ROCK_R_MAX_SESSIONS", default: 100, meaning: "429 past it" }),
     maxSessionsPerUser: new Setting(number, { env: "ROCK_R_MAX_SESSIONS_PER_USER", default: 10, meaning: "429 past it" }),
@@ -129,10 +209,14 @@ export const SETTINGS = {
     repos: new Setting(list("comma-separated"), {
       rock: "ROCK_REPOS",
       default: [],
-      shown: "R's `getOption(\"repos\")`, else `https://cloud.r-project.org`",
+      shown: 'R\'s `getOption("repos")`, else `https://cloud.r-project.org`',
       meaning: "archive installs and updates, and the start's own installs (Quick start)",
     }),
-    gitHost: new Setting(text, { env: "ROCK_GIT_HOST", default: "https://github.com", meaning: "base URL of the git host (GitHub-compatible) for the `git` manager" }),
+    gitHost: new Setting(text, {
+      env: "ROCK_GIT_HOST",
+      default: "https://github.com",
+      meaning: "base URL of the git host (GitHub-compatible) for the `git` manager",
+    }),
     gitOrganization: new Setting(text, { env: "ROCK_GIT_ORG", default: "datashield", meaning: "for git names without `org/`" }),
     library: new Setting(text, {
       env: "ROCK_R_LIBRARY",
@@ -140,14 +224,30 @@ export const SETTINGS = {
       shown: "empty: R's first library",
       meaning: "the library package operations install into and R sessions search first",
     }),
-    timeoutSeconds: new Setting(number, { env: "ROCK_PACKAGES_TIMEOUT_SECONDS", default: 3600, meaning: "a package operation is stopped past it; <= 0: never" }),
+    timeoutSeconds: new Setting(number, {
+      env: "ROCK_PACKAGES_TIMEOUT_SECONDS",
+      default: 3600,
+      meaning: "a package operation is stopped past it; <= 0: never",
+    }),
   },
   limits: {
     maxBodyBytes: new Setting(bytes, { env: "ROCK_MAX_BODY_BYTES", default: 64 * 1024 * 1024, meaning: "413 past it" }),
     maxUploadBytes: new Setting(bytes, { env: "ROCK_MAX_UPLOAD_BYTES", default: 16 * 1024 * 1024 * 1024, meaning: "413 past it" }),
-    headersTimeoutSeconds: new Setting(seconds, { env: "ROCK_HEADERS_TIMEOUT_SECONDS", default: 20, meaning: "a request's headers, an HTTP/2 SETTINGS exchange, a TLS handshake" }),
-    requestTimeoutSeconds: new Setting(seconds, { env: "ROCK_REQUEST_TIMEOUT_SECONDS", default: 300, meaning: "a whole request body, uploads and client streams excepted" }),
-    bodyIdleTimeoutSeconds: new Setting(seconds, { env: "ROCK_BODY_IDLE_TIMEOUT_SECONDS", default: 60, meaning: "a request body (uploads included) sending nothing for this long" }),
+    headersTimeoutSeconds: new Setting(seconds, {
+      env: "ROCK_HEADERS_TIMEOUT_SECONDS",
+      default: 20,
+      meaning: "a request's headers, an HTTP/2 SETTINGS exchange, a TLS handshake",
+    }),
+    requestTimeoutSeconds: new Setting(seconds, {
+      env: "ROCK_REQUEST_TIMEOUT_SECONDS",
+      default: 300,
+      meaning: "a whole request body, uploads and client streams excepted",
+    }),
+    bodyIdleTimeoutSeconds: new Setting(seconds, {
+      env: "ROCK_BODY_IDLE_TIMEOUT_SECONDS",
+      default: 60,
+      meaning: "a request body (uploads included) sending nothing for this long",
+    }),
     idleTimeoutSeconds: new Setting(seconds, {
       env: "ROCK_IDLE_TIMEOUT_SECONDS",
       default: 65,
@@ -155,17 +255,39 @@ export const SETTINGS = {
     }),
   },
   auth: {
-    maxFailures: new Setting(number, { env: "ROCK_AUTH_MAX_FAILURES", default: 10, meaning: "failed logins per client address and window, then 429; <= 0: no limit" }),
-    failureWindowSeconds: new Setting(number, { env: "ROCK_AUTH_FAILURE_WINDOW_SECONDS", default: 60, meaning: "opened by a client's first failure" }),
-    trackedClients: new Setting(number, { env: "ROCK_AUTH_TRACKED_CLIENTS", default: 10_000, meaning: "client addresses remembered; the oldest is forgotten past it" }),
-    hashWorkers: new Setting(number, { env: "ROCK_AUTH_HASH_WORKERS", default: 0, shown: "0: cores − 1", meaning: "password-check threads" }),
+    maxFailures: new Setting(number, {
+      env: "ROCK_AUTH_MAX_FAILURES",
+      default: 10,
+      meaning: "failed logins per client address and window, then 429; <= 0: no limit",
+    }),
+    failureWindowSeconds: new Setting(number, {
+      env: "ROCK_AUTH_FAILURE_WINDOW_SECONDS",
+      default: 60,
+      meaning: "opened by a client's first failure",
+    }),
+    trackedClients: new Setting(number, {
+      env: "ROCK_AUTH_TRACKED_CLIENTS",
+      default: 10_000,
+      meaning: "client addresses remembered; the oldest is forgotten past it",
+    }),
+    hashWorkers: new Setting(number, {
+      env: "ROCK_AUTH_HASH_WORKERS",
+      default: 0,
+      shown: "0: cores − 1",
+      meaning: "password-check threads",
+    }),
     hashQueue: new Setting(number, { env: "ROCK_AUTH_HASH_QUEUE", default: 32, meaning: "checks waiting; 429 past it" }),
     securityEnabled: new Setting(boolean, {
       rock: "ROCK_SECURITY_ENABLED",
       default: true,
-      meaning: "false: clients in `auth.openNetworks` are served without credentials (Security model); alone it changes nothing but a warning",
+      meaning:
+        "false: clients in `auth.openNetworks` are served without credentials (Security model); alone it changes nothing but a warning",
     }),
-    openNetworks: new Setting(networks, { env: "ROCK_SECURITY_OPEN_NETWORKS", default: [], meaning: "the only clients `auth.securityEnabled: false` opens the service to" }),
+    openNetworks: new Setting(networks, {
+      env: "ROCK_SECURITY_OPEN_NETWORKS",
+      default: [],
+      meaning: "the only clients `auth.securityEnabled: false` opens the service to",
+    }),
   },
   opal: {
     server: new Setting(httpUrl, {
@@ -174,7 +296,11 @@ export const SETTINGS = {
       meaning: "Opal's base URL: set (with `node.publicUrl`), the node registers itself there (Several nodes)",
     }),
     token: new Setting(text, { rock: "ROCK_OPAL_TOKEN", default: "", meaning: "Opal's app token, sent as `X-App-Auth`; never logged" }),
-    retrySeconds: new Setting(seconds, { env: "ROCK_OPAL_RETRY_SECONDS", default: 10, meaning: "after a failed registration, the wait before the next attempt" }),
+    retrySeconds: new Setting(seconds, {
+      env: "ROCK_OPAL_RETRY_SECONDS",
+      default: 10,
+      meaning: "after a failed registration, the wait before the next attempt",
+    }),
     refreshSeconds: new Setting(seconds, {
       env: "ROCK_OPAL_REFRESH_SECONDS",
       default: 60,
@@ -182,7 +308,11 @@ export const SETTINGS = {
     }),
   },
   server: {
-    drainSeconds: new Setting(number, { env: "ROCK_DRAIN_SECONDS", default: 30, meaning: "on SIGTERM/SIGINT, time for running calls to finish; <= 0: none" }),
+    drainSeconds: new Setting(number, {
+      env: "ROCK_DRAIN_SECONDS",
+      default: 30,
+      meaning: "on SIGTERM/SIGINT, time for running calls to finish; <= 0: none",
+    }),
     unaryFastPath: new Setting(boolean, {
       env: "ROCK_UNARY_FAST_PATH",
       default: true,
@@ -200,7 +330,12 @@ export const SETTINGS = {
       default: [],
       meaning: "the cluster's nodes; calls for another node's session or the catalogue are passed on to it (Several nodes)",
     }),
-    catalogNode: new Setting(text, { env: "ROCK_CATALOG_NODE", default: "", shown: "empty: this node", meaning: "the node that serves the catalogue; the others open no LevelDB" }),
+    catalogNode: new Setting(text, {
+      env: "ROCK_CATALOG_NODE",
+      default: "",
+      shown: "empty: this node",
+      meaning: "the node that serves the catalogue; the others open no LevelDB",
+    }),
   },
   log: {
     level: new Setting(oneOf("fatal", "error", "warn", "info", "debug", "trace", "silent"), {
@@ -215,7 +350,11 @@ export const SETTINGS = {
     }),
   },
   metrics: {
-    enabled: new Setting(boolean, { env: "ROCK_METRICS_ENABLED", default: true, meaning: "false: no metric is kept and `GET /metrics` answers 404" }),
+    enabled: new Setting(boolean, {
+      env: "ROCK_METRICS_ENABLED",
+      default: true,
+      meaning: "false: no metric is kept and `GET /metrics` answers 404",
+    }),
   },
 } satisfies Table<Settable>;
 

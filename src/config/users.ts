@@ -32,7 +32,11 @@ function fromText(text: string, where: string): UserConfig[] {
       const first = entry.indexOf(":");
       const last = entry.lastIndexOf(":");
       if (first <= 0 || last === first) throw new Error(`${where}: expected name:secret:roles entries separated by ';'`);
-      const roles = entry.slice(last + 1).split(",").map((r) => r.trim()).filter(Boolean);
+      const roles = entry
+        .slice(last + 1)
+        .split(",")
+        .map((r) => r.trim())
+        .filter(Boolean);
       return user(entry.slice(0, first).trim(), entry.slice(first + 1, last), roles, where);
     });
 }

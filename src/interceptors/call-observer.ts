@@ -96,7 +96,7 @@ export function callObserver(opts: CallObserverOptions): CallObserver {
     const tracked = namesSession(req.method);
     if (tracked && !req.stream) sessionId = idOf(req.message);
     const request = tracked && req.stream ? { ...req, message: peek(req.message, (m) => (sessionId ??= idOf(m))) } : req;
-    let res;
+    let res: Awaited<ReturnType<typeof next>>;
     try {
       res = await next(request as typeof req);
     } catch (error) {

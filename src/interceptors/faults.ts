@@ -13,7 +13,12 @@ export const faultConversion: Interceptor = (next) => async (req) => {
   try {
     const res = await next(req);
     if (!res.stream) return res;
-    return { ...res, message: onStreamEnd(res.message, (how) => (how !== undefined && how !== "gaveUp" && how.error instanceof Fault ? faultError(how.error) : undefined)) };
+    return {
+      ...res,
+      message: onStreamEnd(res.message, (how) =>
+        how !== undefined && how !== "gaveUp" && how.error instanceof Fault ? faultError(how.error) : undefined,
+      ),
+    };
   } catch (error) {
     throw toConnectError(error);
   }

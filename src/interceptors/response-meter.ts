@@ -49,7 +49,9 @@ export class ResponseMeter {
   }
 }
 
-export const responseMeterKey = createContextKey<ResponseMeter | undefined>(undefined, { description: "what the transport wrote of the response" });
+export const responseMeterKey = createContextKey<ResponseMeter | undefined>(undefined, {
+  description: "what the transport wrote of the response",
+});
 
 /** Set on calls REST makes: interceptors see no protocol name, and REST's headers may look like Connect's. */
 export const restCallKey = createContextKey(false, { description: "call made by REST" });

@@ -144,7 +144,9 @@ function secureFront(
  * properties but sets no keep-alive timeout of its own: idle connections would stay for ever).
  */
 function boundHttp1(server: http.Server | http2.Http2SecureServer, limits: ConnectionLimits): void {
-  const bounds: Required<Pick<http.ServerOptions, "keepAliveTimeout" | "headersTimeout" | "requestTimeout" | "connectionsCheckingInterval">> = {
+  const bounds: Required<
+    Pick<http.ServerOptions, "keepAliveTimeout" | "headersTimeout" | "requestTimeout" | "connectionsCheckingInterval">
+  > = {
     keepAliveTimeout: limits.idleMs,
     headersTimeout: limits.headersMs,
     // Node's requestTimeout would also cut long uploads: request-watch bounds bodies instead.
@@ -161,7 +163,11 @@ function boundHttp1(server: http.Server | http2.Http2SecureServer, limits: Conne
   server.emit("listening");
 }
 
-function boundHttp2(server: http2.Http2Server | http2.Http2SecureServer, limits: ConnectionLimits, sessions: Set<http2.ServerHttp2Session>): void {
+function boundHttp2(
+  server: http2.Http2Server | http2.Http2SecureServer,
+  limits: ConnectionLimits,
+  sessions: Set<http2.ServerHttp2Session>,
+): void {
   server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => watchHttp2(stream, headers, limits));
   server.on("session", (s: http2.ServerHttp2Session) => {
     sessions.add(s);

@@ -37,7 +37,11 @@ const MAX_BASE_ID_CHARS = 190;
  * entries are expected sorted by lang.
  */
 export function baseId(acronym: readonly LocalizedText[]): string {
-  const base = acronym.map((a) => idPart(a.value)).filter((p) => p.length > 0).join("-").slice(0, MAX_BASE_ID_CHARS);
+  const base = acronym
+    .map((a) => idPart(a.value))
+    .filter((p) => p.length > 0)
+    .join("-")
+    .slice(0, MAX_BASE_ID_CHARS);
   return isValidId(base) ? base : "";
 }
 

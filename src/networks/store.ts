@@ -55,7 +55,12 @@ export interface KeyPrefixes {
 
 /** The prefixes the sublevels of the store's layout have in `db` (the benchmark's raw reference uses them too). */
 export function keyPrefixes(db: { sublevel(name: string): { readonly prefix: string } }): KeyPrefixes {
-  return { doc: db.sublevel("doc").prefix, state: db.sublevel("state").prefix, rev: db.sublevel("rev").prefix, idx: db.sublevel("idx").prefix };
+  return {
+    doc: db.sublevel("doc").prefix,
+    state: db.sublevel("state").prefix,
+    rev: db.sublevel("rev").prefix,
+    idx: db.sublevel("idx").prefix,
+  };
 }
 
 /** The root key of revision `seq` of network `id` (its other records are under prefix + id). */
@@ -141,11 +146,7 @@ export class NetworkStore {
   /** Removes a network and its whole history in one batch. */
   async remove(id: string): Promise<void> {
     const revKeys = await this.revs.keys({ gt: `${id}${SEP}`, lt: `${id}${SEP}\uffff` }).all();
-    const batch = this.db
-      .batch()
-      .del(id, { sublevel: this.docs })
-      .del(id, { sublevel: this.states })
-      .del(id, { sublevel: this.idx });
+    const batch = this.db.batch().del(id, { sublevel: this.docs }).del(id, { sublevel: this.states }).del(id, { sublevel: this.idx });
     for (const key of revKeys) batch.del(key, { sublevel: this.revs });
     await batch.write();
   }

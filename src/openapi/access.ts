@@ -31,7 +31,8 @@ export function securityOf(rule: AccessRule): SecurityRequirement[] {
 
 export function accessText(rule: AccessRule): string {
   if (rule.isPublic) return "**Public**: callable without credentials.";
-  if (rule.roles.length === 0) return "**Any authenticated user**; the handler decides what the caller may see or change (owner, catalogue roles).";
+  if (rule.roles.length === 0)
+    return "**Any authenticated user**; the handler decides what the caller may see or change (owner, catalogue roles).";
   const roles = `**Roles**: ${rule.roles.map((r) => `\`${r}\``).join(" or ")}.`;
   return rule.refuseUnauthenticated ? `${roles} A caller without one is refused 401, as the contract says, not 403.` : roles;
 }

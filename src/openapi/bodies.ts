@@ -31,7 +31,9 @@ function uploadContent(route: Route): Content {
   for (const f of textFields(route)) properties[f.jsonName] = textSchema(f);
   return {
     "multipart/form-data": { schema: { type: "object", properties, required: [FILE_PART] } },
-    "application/octet-stream": { schema: { type: "string", format: "binary", description: "The file itself; the parameters in the query." } },
+    "application/octet-stream": {
+      schema: { type: "string", format: "binary", description: "The file itself; the parameters in the query." },
+    },
   };
 }
 
@@ -82,8 +84,11 @@ function fieldContent(route: Route, schemas: SchemaSet, answers: HandlerAnswers,
 /** Members answering the same media type are alternatives of one schema. */
 function merge(contents: readonly Content[]): Content {
   const byType = new Map<string, MediaType[]>();
-  for (const content of contents) for (const [type, media] of Object.entries(content)) byType.set(type, [...(byType.get(type) ?? []), media]);
-  return Object.fromEntries([...byType].map(([type, all]) => [type, all.length === 1 ? all[0]! : { schema: { anyOf: all.map((m) => m.schema) } }]));
+  for (const content of contents)
+    for (const [type, media] of Object.entries(content)) byType.set(type, [...(byType.get(type) ?? []), media]);
+  return Object.fromEntries(
+    [...byType].map(([type, all]) => [type, all.length === 1 ? all[0]! : { schema: { anyOf: all.map((m) => m.schema) } }]),
+  );
 }
 
 function json(schema: Schema): Content {

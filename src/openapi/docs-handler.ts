@@ -51,7 +51,7 @@ function serveFile(req: ServerRequest, res: ServerResponse, load: () => Promise<
   }
   load().then(
     (file) => {
-      const fresh = req.headers["if-none-match"] === file.headers["etag"];
+      const fresh = req.headers["if-none-match"] === file.headers.etag;
       res.writeHead(fresh ? 304 : 200, file.headers);
       if (fresh || req.method === "HEAD") res.end();
       else res.end(file.body);

@@ -51,10 +51,10 @@ export function buildOpenApi(table: RouteTable): OpenApiDocument {
 
 /** The document as served and as committed in gen/openapi.json. */
 export function openApiText(doc: OpenApiDocument): string {
-  return JSON.stringify(doc, null, 2) + "\n";
+  return `${JSON.stringify(doc, null, 2)}\n`;
 }
 
 /** `{field}` and `{field=**}` both become `{field}`: OpenAPI has no multi-segment variables. */
 function openApiPath(template: PathTemplate): string {
-  return "/" + template.segments.map((s) => (s.kind === "literal" ? s.text : `{${s.field}}`)).join("/");
+  return `/${template.segments.map((s) => (s.kind === "literal" ? s.text : `{${s.field}}`)).join("/")}`;
 }

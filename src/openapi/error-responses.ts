@@ -36,7 +36,8 @@ export const ERROR_RESPONSES: Readonly<Record<string, Response>> = {
     content: errorBody,
   },
   UnauthenticatedOrNoRole: {
-    description: "No credentials, wrong ones, a malformed `Authorization` header, or none of the roles the operation needs: its contract answers 401 where others answer 403.",
+    description:
+      "No credentials, wrong ones, a malformed `Authorization` header, or none of the roles the operation needs: its contract answers 401 where others answer 403.",
     headers: challenge,
     content: errorBody,
   },
@@ -50,7 +51,8 @@ export const ERROR_RESPONSES: Readonly<Record<string, Response>> = {
     content: errorBody,
   },
   Error: {
-    description: "Any other error: 409 conflict, 500 internal, 501 not implemented, 503 unavailable (with `Retry-After`), 504 deadline exceeded.",
+    description:
+      "Any other error: 409 conflict, 500 internal, 501 not implemented, 503 unavailable (with `Retry-After`), 504 deadline exceeded.",
     headers: retryAfter,
     content: errorBody,
   },
@@ -76,7 +78,8 @@ export function errorResponses(route: Route, access: AccessRule, answers: Handle
   if (hasVars) add("404", "NotFound");
   if (body) add("413", "PayloadTooLarge");
   if (body === "*" || (body && !isHttpBody(body))) add("415", "UnsupportedMediaType");
-  for (const [status, e] of Object.entries(answers.errors ?? {})) out[status] = { description: e.description, content: { "application/json": { schema: e.schema } } };
+  for (const [status, e] of Object.entries(answers.errors ?? {}))
+    out[status] = { description: e.description, content: { "application/json": { schema: e.schema } } };
   const sorted = Object.fromEntries(Object.entries(out).sort(([a], [b]) => Number(a) - Number(b)));
   return { ...sorted, default: { $ref: "#/components/responses/Error" } };
 }

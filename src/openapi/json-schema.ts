@@ -92,7 +92,7 @@ export class SchemaSet {
     const required = style.alwaysEmitImplicit ? message.fields.filter(isImplicit).map((f) => f.jsonName) : [];
     const oneofs = message.oneofs.map((o) => `at most one of ${o.fields.map((f) => `\`${f.jsonName}\``).join(", ")} is present`);
     const about = commentOf(message);
-    const notes = [...(about ? [about] : []), ...(oneofs.length > 0 ? [capitalize(oneofs.join("; ")) + "."] : [])];
+    const notes = [...(about ? [about] : []), ...(oneofs.length > 0 ? [`${capitalize(oneofs.join("; "))}.`] : [])];
     return {
       type: "object",
       ...(notes.length > 0 ? { description: notes.join("\n\n") } : {}),

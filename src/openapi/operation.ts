@@ -21,7 +21,13 @@ export function describeRoute(route: Route, schemas: SchemaSet, operationId: str
   const parameters = parametersOf(route);
   const requestBody = requestBodyOf(route, schemas, answers);
   const comment = commentOf(method);
-  const notes = [...(comment ? [comment] : []), accessText(rule), ...kindNote(route), ...negotiationNote(route), `gRPC, gRPC-Web and Connect: \`/${method.parent.typeName}/${method.name}\`.`];
+  const notes = [
+    ...(comment ? [comment] : []),
+    accessText(rule),
+    ...kindNote(route),
+    ...negotiationNote(route),
+    `gRPC, gRPC-Web and Connect: \`/${method.parent.typeName}/${method.name}\`.`,
+  ];
   return {
     operationId,
     tags: [method.parent.name],
@@ -40,7 +46,8 @@ export function describeRoute(route: Route, schemas: SchemaSet, operationId: str
  * other status the rest. A stream's status goes out with its first message: always 200 (src/transport/protocols/rest/rest.ts).
  */
 function successResponses(route: Route, schemas: SchemaSet, answers: HandlerAnswers): Record<string, Response> {
-  if (route.spec.kind === "server_streaming") return { "200": { description: STATUS_TEXT[200], content: streamContent(route, schemas, answers) } };
+  if (route.spec.kind === "server_streaming")
+    return { "200": { description: STATUS_TEXT[200], content: streamContent(route, schemas, answers) } };
   const { status, emptyStatus, created } = route.answer;
   const responses: Record<string, Response> = {};
   const describe = (s: SuccessStatus, pick?: (members: readonly DescField[]) => readonly DescField[]): void => {
@@ -76,7 +83,9 @@ function kindNote(route: Route): string[] {
         ? ["Streams the bytes as they are read."]
         : ["Streams newline-delimited JSON while the call runs, one message per line; leaving cancels the call."];
     case "client_streaming":
-      return [`Streams the body: multipart/form-data with the file in the part \`${FILE_PART}\` and the parameters as form fields or in the query, or the file itself.`];
+      return [
+        `Streams the body: multipart/form-data with the file in the part \`${FILE_PART}\` and the parameters as form fields or in the query, or the file itself.`,
+      ];
     default:
       return [];
   }

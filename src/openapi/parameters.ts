@@ -42,7 +42,14 @@ function queryParameter(route: Route, field: TextField): Parameter {
   if (isBool(field)) notes.push(BOOL_NOTE);
   const list = field.fieldKind === "list";
   if (list) notes.push("Repeat the parameter or separate the values with commas.");
-  return { name: field.jsonName, in: "query", required: false, ...described(notes), schema: textSchema(field), ...(list ? { style: "form", explode: true } : {}) };
+  return {
+    name: field.jsonName,
+    in: "query",
+    required: false,
+    ...described(notes),
+    schema: textSchema(field),
+    ...(list ? { style: "form", explode: true } : {}),
+  };
 }
 
 function scalarText(type: ScalarType): Schema {

@@ -68,6 +68,8 @@ export interface OpenApiDocument {
   readonly components: {
     readonly schemas: { readonly [name: string]: Schema };
     readonly responses: { readonly [name: string]: Response };
-    readonly securitySchemes: { readonly [name: string]: { readonly type: "http"; readonly scheme: "basic"; readonly description: string } };
+    readonly securitySchemes: {
+      readonly [name: string]: { readonly type: "http"; readonly scheme: "basic"; readonly description: string };
+    };
   };
 }

@@ -232,8 +232,10 @@ export class RChild {
       const frame = running.frames.shift();
       if (!frame) return;
       running.output.shift();
-      if (frame.type === FROM_SESSION.message.letter) this.event(running, "message", decodeFields(FROM_SESSION.message, frame.payload).text);
-      else if (frame.type === FROM_SESSION.warning.letter) this.event(running, "warning", decodeFields(FROM_SESSION.warning, frame.payload).text);
+      if (frame.type === FROM_SESSION.message.letter)
+        this.event(running, "message", decodeFields(FROM_SESSION.message, frame.payload).text);
+      else if (frame.type === FROM_SESSION.warning.letter)
+        this.event(running, "warning", decodeFields(FROM_SESSION.warning, frame.payload).text);
       else return this.answer(frame);
     }
   }

@@ -150,7 +150,9 @@ export class REngine {
     const running = this.running;
     const sessions = [...this.sessionsById.values()];
     const { quotas } = this.options;
-    const usage = quotas ? [...this.quotaOf].map(([id, q]) => ({ id, memoryBytes: q.group.memoryBytes(), cpuSeconds: q.group.cpuSeconds() })) : undefined;
+    const usage = quotas
+      ? [...this.quotaOf].map(([id, q]) => ({ id, memoryBytes: q.group.memoryBytes(), cpuSeconds: q.group.cpuSeconds() }))
+      : undefined;
     return {
       running,
       version: this.supervisor.version,
@@ -218,13 +220,17 @@ export class REngine {
     }
     const { quotas } = this.options;
     if (quotas && !quotas.fits()) {
-      throw tooManySessions(`Too many R sessions: the R sessions' memory budget of ${this.options.config.sessionsMemoryMb} MiB (r.sessionsMemoryMb) is in use`);
+      throw tooManySessions(
+        `Too many R sessions: the R sessions' memory budget of ${this.options.config.sessionsMemoryMb} MiB (r.sessionsMemoryMb) is in use`,
+      );
     }
     if (maxSessionsPerUser > 0) {
       let own = this.opening.get(subject) ?? 0;
       for (const s of this.sessionsById.values()) if (s.subject === subject) own++;
       if (own >= maxSessionsPerUser) {
-        throw tooManySessions(`Too many R sessions: ${subject} has ${own} open sessions, the limit per user is ${maxSessionsPerUser}; close one first`);
+        throw tooManySessions(
+          `Too many R sessions: ${subject} has ${own} open sessions, the limit per user is ${maxSessionsPerUser}; close one first`,
+        );
       }
     }
   }

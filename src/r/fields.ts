@@ -1,7 +1,17 @@
 import { ProtocolError, encodeFrame } from "./frames.js";
 import { FIELDS, type AnyLetter, type FieldKind, type FieldName, type FrameSpec } from "./protocol-table.js";
 
-type ValueOf<K extends FieldKind> = K extends "text" ? string : K extends "int" ? number : K extends "flag" ? boolean : K extends "bytes" ? Buffer : K extends readonly (infer Word)[] ? Word : never;
+type ValueOf<K extends FieldKind> = K extends "text"
+  ? string
+  : K extends "int"
+    ? number
+    : K extends "flag"
+      ? boolean
+      : K extends "bytes"
+        ? Buffer
+        : K extends readonly (infer Word)[]
+          ? Word
+          : never;
 
 export type FieldValue<N extends FieldName> = ValueOf<(typeof FIELDS)[N]>;
 
@@ -14,14 +24,29 @@ type Readable = { [N in FieldName]: (typeof FIELDS)[N] extends "text" | "int" | 
 type Spec = FrameSpec & { readonly letter: AnyLetter };
 
 /** A frame of `spec` (see protocol-table.ts for the encoding): its fields, then its body when it has one. */
-export function frameOf<S extends Spec>(spec: S, values: FieldsOf<S>, ...body: S extends { readonly body: string } ? [Uint8Array] : []): Buffer;
-export function frameOf(spec: Spec, values: Readonly<Partial<Record<FieldName, string | number | boolean | Uint8Array>>>, ...body: Uint8Array[]): Buffer {
+export function frameOf<S extends Spec>(
+  spec: S,
+  values: FieldsOf<S>,
+  ...body: S extends { readonly body: string } ? [Uint8Array] : []
+): Buffer;
+export function frameOf(
+  spec: Spec,
+  values: Readonly<Partial<Record<FieldName, string | number | boolean | Uint8Array>>>,
+  ...body: Uint8Array[]
+): Buffer {
   const parts: Uint8Array[] = [];
   for (const name of spec.fields) {
     const value = values[name];
     // The typed signature names every field; R would read the next field in a missing one's place.
     if (value === undefined) throw new Error(`The field ${name} is missing`);
-    const bytes = typeof value === "string" ? Buffer.from(value, "utf8") : typeof value === "number" ? Buffer.from(decimal(name, value)) : typeof value === "boolean" ? Buffer.from(String(value)) : value;
+    const bytes =
+      typeof value === "string"
+        ? Buffer.from(value, "utf8")
+        : typeof value === "number"
+          ? Buffer.from(decimal(name, value))
+          : typeof value === "boolean"
+            ? Buffer.from(String(value))
+            : value;
     if (bytes.includes(0)) throw new Error(`The field ${name} cannot hold NUL`);
     parts.push(bytes, NUL);
   }
@@ -40,21 +65,27 @@ function decimal(name: FieldName, value: number): string {
  * payload: R strings cannot hold NUL, so only the NUL that ends it is looked for, not one inside it (a
  * JSON value of megabytes is not scanned).
  */
-export function decodeFields<S extends Spec & { readonly fields: readonly Readable[]; readonly body?: never }>(spec: S, payload: Buffer): FieldsOf<S>;
-export function decodeFields(spec: { readonly letter: AnyLetter; readonly fields: readonly Readable[] }, payload: Buffer): Partial<Record<Readable, string | number | Buffer>> {
+export function decodeFields<S extends Spec & { readonly fields: readonly Readable[]; readonly body?: never }>(
+  spec: S,
+  payload: Buffer,
+): FieldsOf<S>;
+export function decodeFields(
+  spec: { readonly letter: AnyLetter; readonly fields: readonly Readable[] },
+  payload: Buffer,
+): Partial<Record<Readable, string | number | Buffer>> {
   const values: Partial<Record<Readable, string | number | Buffer>> = {};
   let start = 0;
   spec.fields.forEach((name, i) => {
     const end = i === spec.fields.length - 1 ? payload.length - 1 : payload.indexOf(0, start);
     if (end < start || payload[end] !== 0) throw new ProtocolError(`frame ${spec.letter}: no field ${name}`);
-    values[name] = valueOf(name, payload.subarray(start, end));
+    values[name] = fieldValue(name, payload.subarray(start, end));
     start = end + 1;
   });
   if (start !== payload.length) throw new ProtocolError(`frame ${spec.letter}: bytes after its fields`);
   return values;
 }
 
-function valueOf(name: Readable, bytes: Buffer): string | number | Buffer {
+function fieldValue(name: Readable, bytes: Buffer): string | number | Buffer {
   const kind = FIELDS[name];
   if (kind === "bytes") return bytes;
   const text = bytes.toString("utf8");

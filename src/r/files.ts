@@ -130,9 +130,10 @@ export class Upload {
       this.stream.end();
       await finished(this.stream);
       const destination = await checkDestination(target);
-      if (this.owner) await runAs(this.owner, "sh", ["-c", MOVE_INTO_PLACE, "sh", dirname(destination), this.file, destination, this.aside]).catch(() => {
-        throw badPath("Destination folder is not valid");
-      });
+      if (this.owner)
+        await runAs(this.owner, "sh", ["-c", MOVE_INTO_PLACE, "sh", dirname(destination), this.file, destination, this.aside]).catch(() => {
+          throw badPath("Destination folder is not valid");
+        });
       else {
         await moveIntoPlace(this.file, destination, this.aside).catch(() => {
           throw badPath("Destination folder is not valid");

@@ -50,7 +50,10 @@ export class FrameReader<L extends AnyLetter> {
    * `accepted`: the letters of the direction read (a frame of any other type breaks the protocol).
    * `maxPayload` bounds what a peer that has not proved itself yet can make Node allocate.
    */
-  constructor(accepted: readonly L[], private readonly maxPayload = 0xffffffff) {
+  constructor(
+    accepted: readonly L[],
+    private readonly maxPayload = 0xffffffff,
+  ) {
     for (const letter of accepted) this.types[letter.charCodeAt(0)] = letter;
   }
 

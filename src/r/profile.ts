@@ -12,7 +12,9 @@ export async function assertTrustedProfile(file: string): Promise<void> {
   if (!info.isFile()) throw new Error(`r.profile ${file} is not a file`);
   const me = process.getuid?.();
   if (me !== undefined && info.uid !== me && info.uid !== 0) {
-    throw new Error(`r.profile ${file} belongs to uid ${info.uid}, not to the service's user or root: whoever owns it could run code as the service`);
+    throw new Error(
+      `r.profile ${file} belongs to uid ${info.uid}, not to the service's user or root: whoever owns it could run code as the service`,
+    );
   }
   const mode = info.mode & 0o777;
   if ((mode & 0o022) !== 0) {

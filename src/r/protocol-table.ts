@@ -98,7 +98,12 @@ export const TO_SESSION = {
   evalRds: { letter: "R", doc: "evaluate, answer R serialization", fields: [], body: "the script (UTF-8)" },
   liveJson: { letter: "L", doc: "evaluate live, answer JSON", fields: [], body: "the script (UTF-8)" },
   liveRds: { letter: "B", doc: "evaluate live, answer R serialization", fields: [], body: "the script (UTF-8)" },
-  assign: { letter: "A", doc: "assign the value of the body to symbol", fields: ["source", "symbol"], body: "the script (UTF-8) or the R serialization" },
+  assign: {
+    letter: "A",
+    doc: "assign the value of the body to symbol",
+    fields: ["source", "symbol"],
+    body: "the script (UTF-8) or the R serialization",
+  },
   drain: { letter: "D", doc: "consume a SIGINT that landed after the evaluation it aimed at; not answered", fields: [] },
 } as const satisfies Record<string, FrameSpec>;
 

@@ -37,9 +37,7 @@ import { TO_SERVER, TO_SESSION } from "./protocol-table.js";
 export type ValueFormat = FieldValue<"format">;
 
 /** What to assign: the value of an R expression, or an R-serialized value. */
-export type AssignSource =
-  | { readonly kind: "script"; readonly text: Uint8Array }
-  | { readonly kind: "rdata"; readonly bytes: Uint8Array };
+export type AssignSource = { readonly kind: "script"; readonly text: Uint8Array } | { readonly kind: "rdata"; readonly bytes: Uint8Array };
 
 /** Who an isolated session process runs as, and its limits (the fields are told in protocol-table.ts). */
 export type SessionIdentity = Omit<FieldsOf<typeof TO_SERVER.forkAs>, keyof ForkRequest>;

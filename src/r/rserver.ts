@@ -73,9 +73,7 @@ function serverEnv(options: RServerOptions): NodeJS.ProcessEnv {
 }
 
 function workerArgs(executable: string): string[] {
-  return basename(executable).startsWith("Rscript")
-    ? ["--vanilla", WORKER_SCRIPT]
-    : ["--vanilla", "--slave", "-f", WORKER_SCRIPT];
+  return basename(executable).startsWith("Rscript") ? ["--vanilla", WORKER_SCRIPT] : ["--vanilla", "--slave", "-f", WORKER_SCRIPT];
 }
 
 /**
@@ -224,13 +222,17 @@ export class RServerProcess {
         reject: fail,
       });
       this.request(forkFrame({ token, workDir, tmpDir }, identity)).then((reply) => {
-        if (reply.type === FROM_SERVER.forkFailed.letter) fail(new Error(`R server could not fork: ${decodeFields(FROM_SERVER.forkFailed, reply.payload).error}`));
+        if (reply.type === FROM_SERVER.forkFailed.letter)
+          fail(new Error(`R server could not fork: ${decodeFields(FROM_SERVER.forkFailed, reply.payload).error}`));
         else if (reply.type !== FROM_SERVER.forked.letter) fail(new Error(`R server answered a fork with frame ${reply.type}`));
         else {
           const pid = Number(decodeFields(FROM_SERVER.forked, reply.payload).pid);
           // Not when the session connected before this answer came.
           if (this.forks.has(token)) {
-            watch = setInterval(() => void hasEnded(pid).then((ended) => ended && this.forks.has(token) && fail(sessionNotStarted())), FORK_WATCH_MS);
+            watch = setInterval(
+              () => void hasEnded(pid).then((ended) => ended && this.forks.has(token) && fail(sessionNotStarted())),
+              FORK_WATCH_MS,
+            );
           }
         }
       }, fail);
@@ -285,7 +287,10 @@ export class RServerProcess {
     const acceptedAt = performance.now();
     readGreeting(socket, SESSION_GREETINGS)
       .then(async ({ frame, rest }) => {
-        const greeting = frame.type === FROM_SESSION.main.letter ? { socket: "main" as const, ...decodeFields(FROM_SESSION.main, frame.payload) } : { socket: "output" as const, ...decodeFields(FROM_SESSION.output, frame.payload) };
+        const greeting =
+          frame.type === FROM_SESSION.main.letter
+            ? { socket: "main" as const, ...decodeFields(FROM_SESSION.main, frame.payload) }
+            : { socket: "output" as const, ...decodeFields(FROM_SESSION.output, frame.payload) };
         const pending = this.forks.get(greeting.token);
         if (!pending) {
           socket.destroy();
@@ -316,7 +321,10 @@ export class RServerProcess {
 async function serverHello(socket: Socket, token: string): Promise<{ version: string; pid: number }> {
   try {
     const { frame } = await readGreeting(socket, SERVER_GREETINGS);
-    const greeting = frame.type === FROM_SERVER.ready.letter ? decodeFields(FROM_SERVER.ready, frame.payload) : decodeFields(FROM_SERVER.refused, frame.payload);
+    const greeting =
+      frame.type === FROM_SERVER.ready.letter
+        ? decodeFields(FROM_SERVER.ready, frame.payload)
+        : decodeFields(FROM_SERVER.refused, frame.payload);
     if (!sameSecret(greeting.token, token)) throw new Error("R server failed to authenticate");
     if ("error" in greeting) throw new Error(greeting.error);
     return { version: greeting.version, pid: greeting.pid };
@@ -333,7 +341,10 @@ interface Greeting<L extends Letter<typeof FROM_SERVER> | Letter<typeof FROM_SES
 }
 
 /** The first frame of a loopback connection, one of `letters`; the socket is left paused for its new owner. */
-function readGreeting<L extends Letter<typeof FROM_SERVER> | Letter<typeof FROM_SESSION>>(socket: Socket, letters: readonly L[]): Promise<Greeting<L>> {
+function readGreeting<L extends Letter<typeof FROM_SERVER> | Letter<typeof FROM_SESSION>>(
+  socket: Socket,
+  letters: readonly L[],
+): Promise<Greeting<L>> {
   socket.setNoDelay(true);
   return new Promise((resolve, reject) => {
     const reader = new FrameReader(letters, MAX_GREETING_PAYLOAD);

@@ -48,7 +48,10 @@ export interface ServerOptions {
 }
 
 /** The connection and request time bounds of the configuration. */
-export type Timeouts = Pick<LimitsConfig, "idleTimeoutSeconds" | "headersTimeoutSeconds" | "requestTimeoutSeconds" | "bodyIdleTimeoutSeconds">;
+export type Timeouts = Pick<
+  LimitsConfig,
+  "idleTimeoutSeconds" | "headersTimeoutSeconds" | "requestTimeoutSeconds" | "bodyIdleTimeoutSeconds"
+>;
 
 export interface RunningServer {
   readonly port: number;
@@ -71,9 +74,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const onInternalError = (err: unknown) => opts.logger.error("internal error", { error: String((err as Error)?.stack ?? err) });
 
   // Every transport starts a call's context values here, so that only the composition knows auth's key.
-  const contextValues = (req: ServerRequest): ContextValues =>
-    createContextValues().set(clientAddressKey, opts.clientAddress(req));
-  const health = createHealth(opts.services.map((s) => s.desc.typeName), opts.serving);
+  const contextValues = (req: ServerRequest): ContextValues => createContextValues().set(clientAddressKey, opts.clientAddress(req));
+  const health = createHealth(
+    opts.services.map((s) => s.desc.typeName),
+    opts.serving,
+  );
   const table = new RouteTable(opts.services);
   const kernel = new CallKernel({ contextValues, shutdownSignal: shutdown.signal, refused: observerIn(opts.interceptors)?.refused });
   const rest = createRest({
@@ -114,12 +119,19 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     rest,
     restRoutes: table,
     // Not RPCs: no interceptor runs for them.
-    resources: new Map([...metricsResource(opts.metrics.registry, opts.metrics.users, opts.clientAddress, onInternalError), ...apiDocs(buildOpenApi(table))]),
+    resources: new Map([
+      ...metricsResource(opts.metrics.registry, opts.metrics.users, opts.clientAddress, onInternalError),
+      ...apiDocs(buildOpenApi(table)),
+    ]),
     kernel,
   });
   const limits = connectionLimits(opts.timeouts, router.streamsRequest);
   const server: OnePortServer = await listenOnePort(router.handle, { port: opts.port, host: opts.host, limits, tls: opts.tls });
-  opts.logger.info("listening", { port: server.port, scheme: opts.tls ? "https" : "http", protocols: ["grpc", "grpc-web", "connect", "rest"] });
+  opts.logger.info("listening", {
+    port: server.port,
+    scheme: opts.tls ? "https" : "http",
+    protocols: ["grpc", "grpc-web", "connect", "rest"],
+  });
   return {
     port: server.port,
     async close() {

@@ -31,7 +31,11 @@ export function metricsResource(
       .then(() => registry.metrics())
       .then(
         (text) => {
-          res.writeHead(200, { "content-type": registry.contentType, "content-length": String(Buffer.byteLength(text)), "cache-control": "no-store" });
+          res.writeHead(200, {
+            "content-type": registry.contentType,
+            "content-length": String(Buffer.byteLength(text)),
+            "cache-control": "no-store",
+          });
           res.end(text);
         },
         (err: unknown) => send(res, toRestError(err, onInternalError)),

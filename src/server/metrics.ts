@@ -14,7 +14,16 @@ export interface MetricsSources {
 
 /** RPCs that evaluate R code, and those that operate on packages (RService method names). */
 const EVALUATIONS = new Set(["Eval", "Execute"]);
-const PACKAGE_OPERATIONS = new Set(["ListPackages", "UpdatePackages", "RemovePackages", "InstallPackage", "InstallPackageStream", "GetPackage", "RemovePackage", "GetPackageSettings"]);
+const PACKAGE_OPERATIONS = new Set([
+  "ListPackages",
+  "UpdatePackages",
+  "RemovePackages",
+  "InstallPackage",
+  "InstallPackageStream",
+  "GetPackage",
+  "RemovePackage",
+  "GetPackageSettings",
+]);
 /** Catalogue RPCs that only read; every other one writes. */
 const CATALOG_QUERY = /^(Get|List|Diff)/;
 /** From 1 ms (an empty eval) to a minute (a package install streams longer, and lands in +Inf). */
@@ -28,22 +37,70 @@ const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
  */
 export class ServiceMetrics {
   readonly registry = new Registry();
-  private readonly calls = new Counter({ name: "rock_rpc_requests_total", help: "Calls by RPC, protocol and outcome", labelNames: ["service", "method", "protocol", "code"], registers: [this.registry] });
-  private readonly latency = new Histogram({ name: "rock_rpc_duration_seconds", help: "Call duration by RPC and protocol (streams: to their end)", labelNames: ["service", "method", "protocol"], buckets: SECONDS, registers: [this.registry] });
-  private readonly evaluations = new Counter({ name: "rock_r_evaluations_total", help: "R evaluations (Eval, Execute) by outcome", labelNames: ["code"], registers: [this.registry] });
-  private readonly evaluationTime = new Histogram({ name: "rock_r_evaluation_duration_seconds", help: "R evaluation duration, as the caller waited for it", buckets: SECONDS, registers: [this.registry] });
-  private readonly packages = new Counter({ name: "rock_r_package_operations_total", help: "Package operations by RPC and outcome", labelNames: ["method", "code"], registers: [this.registry] });
-  private readonly catalog = new Counter({ name: "rock_catalog_operations_total", help: "Catalogue calls by kind (query, write) and outcome", labelNames: ["kind", "code"], registers: [this.registry] });
+  private readonly calls = new Counter({
+    name: "rock_rpc_requests_total",
+    help: "Calls by RPC, protocol and outcome",
+    labelNames: ["service", "method", "protocol", "code"],
+    registers: [this.registry],
+  });
+  private readonly latency = new Histogram({
+    name: "rock_rpc_duration_seconds",
+    help: "Call duration by RPC and protocol (streams: to their end)",
+    labelNames: ["service", "method", "protocol"],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  private readonly evaluations = new Counter({
+    name: "rock_r_evaluations_total",
+    help: "R evaluations (Eval, Execute) by outcome",
+    labelNames: ["code"],
+    registers: [this.registry],
+  });
+  private readonly evaluationTime = new Histogram({
+    name: "rock_r_evaluation_duration_seconds",
+    help: "R evaluation duration, as the caller waited for it",
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  private readonly packages = new Counter({
+    name: "rock_r_package_operations_total",
+    help: "Package operations by RPC and outcome",
+    labelNames: ["method", "code"],
+    registers: [this.registry],
+  });
+  private readonly catalog = new Counter({
+    name: "rock_catalog_operations_total",
+    help: "Catalogue calls by kind (query, write) and outcome",
+    labelNames: ["kind", "code"],
+    registers: [this.registry],
+  });
   private readonly bytes = new Counter({
     name: "rock_rpc_bytes_total",
     help: "Bytes by RPC and protocol: direction=in, the request bodies declared by Content-Length (REST uploads included); direction=out, the response bodies written (downloads included)",
     labelNames: ["service", "method", "protocol", "direction"],
     registers: [this.registry],
   });
-  private readonly serverStarts = new Counter({ name: "rock_r_server_starts_total", help: "R server starts; restart=true after a crash", labelNames: ["restart"], registers: [this.registry] });
-  private readonly serverCrashes = new Counter({ name: "rock_r_server_crashes_total", help: "R server exits nobody asked for", registers: [this.registry] });
-  private readonly sessionsOpened = new Counter({ name: "rock_r_sessions_opened_total", help: "R sessions opened", registers: [this.registry] });
-  private readonly sessionsReaped = new Counter({ name: "rock_r_sessions_reaped_total", help: "R sessions closed for being idle", registers: [this.registry] });
+  private readonly serverStarts = new Counter({
+    name: "rock_r_server_starts_total",
+    help: "R server starts; restart=true after a crash",
+    labelNames: ["restart"],
+    registers: [this.registry],
+  });
+  private readonly serverCrashes = new Counter({
+    name: "rock_r_server_crashes_total",
+    help: "R server exits nobody asked for",
+    registers: [this.registry],
+  });
+  private readonly sessionsOpened = new Counter({
+    name: "rock_r_sessions_opened_total",
+    help: "R sessions opened",
+    registers: [this.registry],
+  });
+  private readonly sessionsReaped = new Counter({
+    name: "rock_r_sessions_reaped_total",
+    help: "R sessions closed for being idle",
+    registers: [this.registry],
+  });
   private readonly sessionsOutOfMemory = new Counter({
     name: "rock_r_sessions_out_of_memory_total",
     help: "R sessions the kernel ended for their memory limit or the sessions' memory budget",
@@ -58,12 +115,40 @@ export class ServiceMetrics {
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
-    new Gauge({ name: "rock_r_sessions_open", help: "R sessions open", registers, collect() { this.set(sources.sessions().total); } });
-    new Gauge({ name: "rock_r_sessions_busy", help: "R sessions evaluating", registers, collect() { this.set(sources.sessions().busy); } });
+    new Gauge({
+      name: "rock_r_sessions_open",
+      help: "R sessions open",
+      registers,
+      collect() {
+        this.set(sources.sessions().total);
+      },
+    });
+    new Gauge({
+      name: "rock_r_sessions_busy",
+      help: "R sessions evaluating",
+      registers,
+      collect() {
+        this.set(sources.sessions().busy);
+      },
+    });
     const usage = sources.sessionsUsage;
     if (usage) {
-      new Gauge({ name: "rock_r_sessions_memory_bytes", help: "Memory all R sessions use now (their control groups, with quotas)", registers, collect() { this.set(usage().memoryBytes); } });
-      new Gauge({ name: "rock_r_sessions_cpu_seconds", help: "CPU time all R sessions used since the start (their control groups, with quotas)", registers, collect() { this.set(usage().cpuSeconds); } });
+      new Gauge({
+        name: "rock_r_sessions_memory_bytes",
+        help: "Memory all R sessions use now (their control groups, with quotas)",
+        registers,
+        collect() {
+          this.set(usage().memoryBytes);
+        },
+      });
+      new Gauge({
+        name: "rock_r_sessions_cpu_seconds",
+        help: "CPU time all R sessions used since the start (their control groups, with quotas)",
+        registers,
+        collect() {
+          this.set(usage().cpuSeconds);
+        },
+      });
     }
     collectDefaultMetrics({ register: this.registry });
   }
@@ -72,8 +157,10 @@ export class ServiceMetrics {
     const seconds = r.durationMs / 1000;
     this.calls.inc({ service: r.service, method: r.method, protocol: r.protocol, code: r.code });
     this.latency.observe({ service: r.service, method: r.method, protocol: r.protocol }, seconds);
-    if (r.bytesIn !== undefined && r.bytesIn > 0) this.bytes.inc({ service: r.service, method: r.method, protocol: r.protocol, direction: "in" }, r.bytesIn);
-    if (r.bytesOut !== undefined && r.bytesOut > 0) this.bytes.inc({ service: r.service, method: r.method, protocol: r.protocol, direction: "out" }, r.bytesOut);
+    if (r.bytesIn !== undefined && r.bytesIn > 0)
+      this.bytes.inc({ service: r.service, method: r.method, protocol: r.protocol, direction: "in" }, r.bytesIn);
+    if (r.bytesOut !== undefined && r.bytesOut > 0)
+      this.bytes.inc({ service: r.service, method: r.method, protocol: r.protocol, direction: "out" }, r.bytesOut);
     if (r.service === RService.typeName) {
       if (EVALUATIONS.has(r.method)) {
         this.evaluations.inc({ code: r.code });

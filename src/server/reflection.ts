@@ -50,13 +50,21 @@ export function createReflection(registry: FileRegistry, serviceNames: readonly 
 
   const answer = (req: ReflectionRequest) => {
     const base = { validHost: req.host, originalRequest: req };
-    const notFound = (what: string) => ({ ...base, messageResponse: { case: "errorResponse" as const, value: { errorCode: NOT_FOUND, errorMessage: `${what} not found` } } });
+    const notFound = (what: string) => ({
+      ...base,
+      messageResponse: { case: "errorResponse" as const, value: { errorCode: NOT_FOUND, errorMessage: `${what} not found` } },
+    });
     const files = (f: DescFile | undefined, what: string) =>
-      f ? { ...base, messageResponse: { case: "fileDescriptorResponse" as const, value: { fileDescriptorProto: withDeps(f) } } } : notFound(what);
+      f
+        ? { ...base, messageResponse: { case: "fileDescriptorResponse" as const, value: { fileDescriptorProto: withDeps(f) } } }
+        : notFound(what);
     const m = req.messageRequest;
     switch (m.case) {
       case "listServices":
-        return { ...base, messageResponse: { case: "listServicesResponse" as const, value: { service: serviceNames.map((name) => ({ name })) } } };
+        return {
+          ...base,
+          messageResponse: { case: "listServicesResponse" as const, value: { service: serviceNames.map((name) => ({ name })) } },
+        };
       case "fileByFilename":
         return files(registry.getFile(m.value), `file ${m.value}`);
       case "fileContainingSymbol":
@@ -71,10 +79,19 @@ export function createReflection(registry: FileRegistry, serviceNames: readonly 
         if (!msg) return notFound(`type ${m.value}`);
         const numbers: number[] = [];
         for (const t of registry) if (t.kind === "extension" && t.extendee.typeName === msg.typeName) numbers.push(t.number);
-        return { ...base, messageResponse: { case: "allExtensionNumbersResponse" as const, value: { baseTypeName: msg.typeName, extensionNumber: numbers } } };
+        return {
+          ...base,
+          messageResponse: {
+            case: "allExtensionNumbersResponse" as const,
+            value: { baseTypeName: msg.typeName, extensionNumber: numbers },
+          },
+        };
       }
       default:
-        return { ...base, messageResponse: { case: "errorResponse" as const, value: { errorCode: INVALID_ARGUMENT, errorMessage: "empty request" } } };
+        return {
+          ...base,
+          messageResponse: { case: "errorResponse" as const, value: { errorCode: INVALID_ARGUMENT, errorMessage: "empty request" } },
+        };
     }
   };
 

@@ -28,7 +28,9 @@ export function onPath(command: string): boolean {
  */
 export async function installDebianPackages(packages: readonly string[], why: string, progress: (line: string) => void): Promise<void> {
   if (!canInstallDebianPackages()) {
-    throw new SetupError(`the Debian package${packages.length > 1 ? "s" : ""} ${packages.join(" ")} ${packages.length > 1 ? "are" : "is"} needed ${why}: install ${packages.length > 1 ? "them" : "it"} as root (apt-get install ${packages.join(" ")})`);
+    throw new SetupError(
+      `the Debian package${packages.length > 1 ? "s" : ""} ${packages.join(" ")} ${packages.length > 1 ? "are" : "is"} needed ${why}: install ${packages.length > 1 ? "them" : "it"} as root (apt-get install ${packages.join(" ")})`,
+    );
   }
   progress(`installing Debian package${packages.length > 1 ? "s" : ""} ${packages.join(" ")} (${why}) with apt-get`);
   await apt(["update", "-qq"]);

@@ -34,7 +34,9 @@ export function runR(executable: string, code: string, env: Readonly<Record<stri
       log?.end();
       reject(
         e.code === "ENOENT"
-          ? new SetupError(`R was not found ('${executable}', r.executable): install it (Debian: apt-get install --no-install-recommends r-base-core r-cran-jsonlite)`)
+          ? new SetupError(
+              `R was not found ('${executable}', r.executable): install it (Debian: apt-get install --no-install-recommends r-base-core r-cran-jsonlite)`,
+            )
           : new SetupError(`R could not be run ('${executable}'): ${e.message}`),
       );
     });

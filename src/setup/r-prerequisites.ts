@@ -77,7 +77,9 @@ export async function ensureRPackages(options: PrerequisiteOptions): Promise<Pre
   }
   const after = await probe(options);
   if (after.missing.length > 0) {
-    throw new SetupError(`the R package${plural(after.missing)} ${names(after.missing)} still cannot be loaded after installing into ${options.library}`);
+    throw new SetupError(
+      `the R package${plural(after.missing)} ${names(after.missing)} still cannot be loaded after installing into ${options.library}`,
+    );
   }
   return { repos, installed };
 }
@@ -126,7 +128,11 @@ async function probe(options: Pick<PrerequisiteOptions, "rExecutable" | "library
   const fields = new Map<string, string[]>();
   for (const line of run.output.split("\n")) {
     const [key, ...values] = line.split("\t");
-    if (key) fields.set(key, values.filter((v) => v !== ""));
+    if (key)
+      fields.set(
+        key,
+        values.filter((v) => v !== ""),
+      );
   }
   if (!fields.has("missing")) throw new SetupError(`R (${options.rExecutable}) did not answer as R does: ${lastLine(run.output)}`);
   return {
@@ -214,7 +220,12 @@ if (!requireNamespace(Sys.getenv("ROCK_SETUP_PACKAGE"), quietly = TRUE)) quit(sa
  * A package of this checkout's (its source folder `source`) built into the setup library unless the
  * version R finds is the source's: built from a copy, so that no build output lands in the checkout.
  */
-export async function ensureLocalRPackage(options: { readonly rExecutable: string; readonly library: string; readonly source: string; readonly progress: (line: string) => void }): Promise<boolean> {
+export async function ensureLocalRPackage(options: {
+  readonly rExecutable: string;
+  readonly library: string;
+  readonly source: string;
+  readonly progress: (line: string) => void;
+}): Promise<boolean> {
   const description = readFileSync(join(options.source, "DESCRIPTION"), "utf8");
   const name = /^Package:\s*(\S+)/m.exec(description)?.[1] ?? basename(options.source);
   const wanted = /^Version:\s*(\S+)/m.exec(description)?.[1];
@@ -227,10 +238,17 @@ export async function ensureLocalRPackage(options: { readonly rExecutable: strin
     const copy = join(work, name);
     cpSync(options.source, copy, { recursive: true });
     const log = join(options.library, `install-${name}.log`);
-    const run = await runR(options.rExecutable, INSTALL_SOURCE, { ROCK_SETUP_SOURCE: copy, ROCK_SETUP_LIB: options.library, ROCK_SETUP_PACKAGE: name }, log);
+    const run = await runR(
+      options.rExecutable,
+      INSTALL_SOURCE,
+      { ROCK_SETUP_SOURCE: copy, ROCK_SETUP_LIB: options.library, ROCK_SETUP_PACKAGE: name },
+      log,
+    );
     if (run.code !== 0) {
       const why = firstWarning(run.output);
-      throw new SetupError(`could not build the R package '${name}' of this checkout: ${why} (log: ${log}); it needs a C compiler and R's headers (Debian: apt-get install gcc libc6-dev make)`);
+      throw new SetupError(
+        `could not build the R package '${name}' of this checkout: ${why} (log: ${log}); it needs a C compiler and R's headers (Debian: apt-get install gcc libc6-dev make)`,
+      );
     }
   } finally {
     rmSync(work, { recursive: true, force: true });

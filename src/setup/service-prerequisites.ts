@@ -31,6 +31,16 @@ export async function prepareService(config: Config, options: SetupOptions): Pro
   });
   // Private temporary folders for isolated sessions where the service may make mount namespaces: this
   // checkout's package rocksandbox (C), built once the compiler is there (the packages above needed it).
-  if (isolated && (config.r.sessionTmp === "private" || config.r.sessionFilesystem === "minimal" || config.r.sessionNetwork === "none") && hasCapability(SYS_ADMIN)) await ensureLocalRPackage({ rExecutable: config.r.executable, library: config.r.setupLibrary, source: SANDBOX_SOURCE, progress: options.progress });
+  if (
+    isolated &&
+    (config.r.sessionTmp === "private" || config.r.sessionFilesystem === "minimal" || config.r.sessionNetwork === "none") &&
+    hasCapability(SYS_ADMIN)
+  )
+    await ensureLocalRPackage({
+      rExecutable: config.r.executable,
+      library: config.r.setupLibrary,
+      source: SANDBOX_SOURCE,
+      progress: options.progress,
+    });
   return { ...config, packages: { ...config.packages, repos: ready.repos } };
 }

@@ -1,5 +1,11 @@
 import type { DescService } from "@bufbuild/protobuf";
-import { createServiceImplSpec, type ConnectRouter, type MethodImplSpec, type ServiceImpl, type ServiceImplSpec } from "@connectrpc/connect";
+import {
+  createServiceImplSpec,
+  type ConnectRouter,
+  type MethodImplSpec,
+  type ServiceImpl,
+  type ServiceImplSpec,
+} from "@connectrpc/connect";
 
 /** JSON conventions of one service's REST answers (the two contracts differ). */
 export interface RestStyle {

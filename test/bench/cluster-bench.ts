@@ -56,11 +56,19 @@ export async function runClusterBench(o: ClusterBenchOptions): Promise<Section[]
       try {
         const f = await measure(cluster.lb, { script, empty, sessions, evals });
         if (count === 1) {
-          direct = await evalRate(`http://127.0.0.1:${cluster.nodes[0]!.port}`, await openSessions(`http://127.0.0.1:${cluster.nodes[0]!.port}`, 4), script, evals);
+          direct = await evalRate(
+            `http://127.0.0.1:${cluster.nodes[0]!.port}`,
+            await openSessions(`http://127.0.0.1:${cluster.nodes[0]!.port}`, 4),
+            script,
+            evals,
+          );
           s.rows.push({ figure: "1+1 evals/s, one node directly (no balancer)", value: perSecond(direct) });
           const node = cluster.nodes[0]!;
           const r = rServerRss(node.pid);
-          s.rows.push({ figure: "a node beside its R: Node process RSS / R server RSS (after the run)", value: `${mib(node.rss())} / ${mib(r)}` });
+          s.rows.push({
+            figure: "a node beside its R: Node process RSS / R server RSS (after the run)",
+            value: `${mib(node.rss())} / ${mib(r)}`,
+          });
         }
         s.rows.push({ figure: `sessions created/s through HAProxy, ${count} node(s)`, value: perSecond(f.sessionsPerSecond) });
         s.rows.push({
@@ -92,7 +100,9 @@ async function startCluster(count: number): Promise<Cluster> {
   const ports = await Promise.all(NODES.map(() => freePort()));
   const closed = await freePort();
   const addr = (i: number) => `127.0.0.1:${i < count ? ports[i] : closed}`;
-  const peers = NODES.slice(0, count).map((id, i) => `${id}=http://${addr(i)}`).join(",");
+  const peers = NODES.slice(0, count)
+    .map((id, i) => `${id}=http://${addr(i)}`)
+    .join(",");
   const nodes: ServerProcess[] = [];
   let haproxy: ChildProcess | undefined;
   const stop = onCleanup(async () => {
@@ -108,19 +118,39 @@ async function startCluster(count: number): Promise<Cluster> {
         await startServerProcess({
           rStart: true,
           port: ports[i]!,
-          env: { ROCK_ID: NODES[i]!, ROCK_PEERS: peers, ROCK_CATALOG_NODE: "node1", ROCK_R_MAX_SESSIONS: "0", ROCK_R_MAX_SESSIONS_PER_USER: "0", ROCK_LOG_LEVEL: "warn" },
+          env: {
+            ROCK_ID: NODES[i]!,
+            ROCK_PEERS: peers,
+            ROCK_CATALOG_NODE: "node1",
+            ROCK_R_MAX_SESSIONS: "0",
+            ROCK_R_MAX_SESSIONS_PER_USER: "0",
+            ROCK_LOG_LEVEL: "warn",
+          },
         }),
       );
     }
     const lbPort = await freePort();
     haproxy = spawn("haproxy", ["-f", join(ROOT, "deploy/haproxy.cfg"), "-db"], {
-      env: { ...process.env, ROCK_LB_BIND: `127.0.0.1:${lbPort}`, ROCK_NODE1_ADDR: addr(0), ROCK_NODE2_ADDR: addr(1), ROCK_NODE3_ADDR: addr(2) },
+      env: {
+        ...process.env,
+        ROCK_LB_BIND: `127.0.0.1:${lbPort}`,
+        ROCK_NODE1_ADDR: addr(0),
+        ROCK_NODE2_ADDR: addr(1),
+        ROCK_NODE3_ADDR: addr(2),
+      },
       stdio: "ignore",
     });
     const lb = `http://127.0.0.1:${lbPort}`;
     // Up once HAProxy's checks passed twice for every node (2 s apart).
     const end = Date.now() + 20_000;
-    while ((await fetch(`${lb}/_check`).then((r) => r.status, () => 0)) !== 200 && Date.now() < end) await new Promise((r) => setTimeout(r, 200));
+    while (
+      (await fetch(`${lb}/_check`).then(
+        (r) => r.status,
+        () => 0,
+      )) !== 200 &&
+      Date.now() < end
+    )
+      await new Promise((r) => setTimeout(r, 200));
     await new Promise((r) => setTimeout(r, 4500));
     return { lb, nodes, stop };
   } catch (e) {
@@ -161,7 +191,8 @@ async function h2load(urls: string | readonly string[], n: number, file: string,
   const { stdout } = await run("h2load", args, { maxBuffer: 1 << 20 });
   const done = /requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded/.exec(stdout);
   const codes = /status codes: (\d+) 2xx/.exec(stdout);
-  if (!done || !codes || Number(done[2]) !== n || Number(codes[1]) !== n) throw new Error(`h2load: not every request succeeded:\n${stdout}`);
+  if (!done || !codes || Number(done[2]) !== n || Number(codes[1]) !== n)
+    throw new Error(`h2load: not every request succeeded:\n${stdout}`);
   const rate = /finished in [^,]+, ([\d.]+) req\/s/.exec(stdout);
   if (!rate) throw new Error(`h2load: no rate in:\n${stdout}`);
   return Number(rate[1]);
@@ -174,7 +205,10 @@ function rServerRss(nodePid: number): number {
 }
 
 async function missingTools(): Promise<string | undefined> {
-  for (const [command, pkg] of [["haproxy", "haproxy"], ["h2load", "nghttp2-client"]] as const) {
+  for (const [command, pkg] of [
+    ["haproxy", "haproxy"],
+    ["h2load", "nghttp2-client"],
+  ] as const) {
     try {
       await run("sh", ["-c", `command -v ${command}`]);
     } catch {

@@ -23,6 +23,7 @@ export async function hasCommand(command: string): Promise<boolean> {
 /** Whether every Debian package is installed (dpkg's own status, not a file guessed from it). */
 export async function debianInstalled(packages: readonly string[]): Promise<boolean> {
   try {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format, not a template
     const { stdout } = await run("dpkg-query", ["-W", "-f", "${db:Status-Abbrev}\\n", ...packages]);
     const lines = stdout.split("\n").filter((l) => l.trim() !== "");
     return lines.length === packages.length && lines.every((l) => l.startsWith("ii"));
@@ -36,12 +37,17 @@ export async function debianInstalled(packages: readonly string[]): Promise<bool
  * not. apt-get's lists are refreshed once if the first install cannot find a package (a fresh machine
  * has none).
  */
-export async function ensureDebian(what: string, packages: readonly string[], present: () => Promise<boolean> = () => debianInstalled(packages)): Promise<string | undefined> {
+export async function ensureDebian(
+  what: string,
+  packages: readonly string[],
+  present: () => Promise<boolean> = () => debianInstalled(packages),
+): Promise<string | undefined> {
   if (await present()) return undefined;
   const list = packages.join(" ");
   if (process.getuid?.() !== 0) return `${what} is missing (Debian: ${list}) and this is not root to install it`;
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-  const install = () => run("apt-get", ["install", "-y", "-q", "--no-install-recommends", ...packages], { env, maxBuffer: 64 << 20, timeout: 15 * 60_000 });
+  const install = () =>
+    run("apt-get", ["install", "-y", "-q", "--no-install-recommends", ...packages], { env, maxBuffer: 64 << 20, timeout: 15 * 60_000 });
   try {
     await install();
   } catch {
@@ -69,7 +75,9 @@ export async function benchRLibrary(): Promise<string> {
 /** Whether R finds `pkg` with `lib` first on its library path. */
 export async function rHas(lib: string, pkg: string): Promise<boolean> {
   try {
-    await run("Rscript", ["--vanilla", "-e", `suppressMessages(library(${pkg}, lib.loc = c(${JSON.stringify(lib)}, .libPaths())))`], { timeout: 60_000 });
+    await run("Rscript", ["--vanilla", "-e", `suppressMessages(library(${pkg}, lib.loc = c(${JSON.stringify(lib)}, .libPaths())))`], {
+      timeout: 60_000,
+    });
     return true;
   } catch {
     return false;
@@ -81,7 +89,12 @@ export async function rHas(lib: string, pkg: string): Promise<boolean> {
  * dependencies found in Debian's R library first; undefined once R loads every one of `checks`, else
  * why not.
  */
-export async function ensureCran(what: string, lib: string, packages: readonly string[], checks: readonly string[]): Promise<string | undefined> {
+export async function ensureCran(
+  what: string,
+  lib: string,
+  packages: readonly string[],
+  checks: readonly string[],
+): Promise<string | undefined> {
   const loadable = async () => {
     for (const c of checks) if (!(await rHas(lib, c))) return false;
     return true;
@@ -102,7 +115,10 @@ export async function ensureCran(what: string, lib: string, packages: readonly s
 /** The lines that say what went wrong (R's install warnings end with advice, not the cause). */
 function lastLine(e: unknown): string {
   const err = e as { stderr?: string; message?: string };
-  const text = (err.stderr || err.message || String(e)).trim().split("\n").filter((l) => l.trim() !== "");
+  const text = (err.stderr || err.message || String(e))
+    .trim()
+    .split("\n")
+    .filter((l) => l.trim() !== "");
   const causes = text.filter((l) => /not available|non-zero exit|error|E: /i.test(l));
   return (causes.length > 0 ? causes.slice(-3) : text.slice(-3)).join(" / ").slice(0, 400);
 }

@@ -43,7 +43,8 @@ const h1 = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
 
 const g = new grpc.Server();
 const impl: Pick<RServiceServer, "getSession"> = {
-  getSession: (req, cb) => cb(null, { session: { id: req.request.id, subject: SUBJECT, busy: false, createdDate: "", lastAccessDate: "" } }),
+  getSession: (req, cb) =>
+    cb(null, { session: { id: req.request.id, subject: SUBJECT, busy: false, createdDate: "", lastAccessDate: "" } }),
 };
 g.addService(RServiceService, impl);
 const grpcJs = await new Promise<number>((resolve, reject) =>
@@ -87,8 +88,14 @@ const relay = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   });
 });
 
-const ports: FloorPorts = { http: await listen(h1), grpcJs, connect: await listen(h2), h2: await listen(bareH2), relay: await listen(relay) };
-process.stdout.write(JSON.stringify(ports) + "\n");
+const ports: FloorPorts = {
+  http: await listen(h1),
+  grpcJs,
+  connect: await listen(h2),
+  h2: await listen(bareH2),
+  relay: await listen(relay),
+};
+process.stdout.write(`${JSON.stringify(ports)}\n`);
 
 const exit = () => void cleanupAll().finally(() => process.exit(0));
 process.once("SIGTERM", exit);

@@ -10,7 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { create, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { EvalRequestSchema, EvalResponseSchema, GetSessionRequestSchema, GetSessionResponseSchema } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import {
+  EvalRequestSchema,
+  EvalResponseSchema,
+  GetSessionRequestSchema,
+  GetSessionResponseSchema,
+} from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { cpuSeconds } from "../../src/r/confine/processes.js";
 import { basic } from "../support/server.js";
 import { onCleanup } from "./cleanup.js";
@@ -102,7 +107,9 @@ export async function runGrpcBench(o: GrpcBenchOptions): Promise<Section[]> {
       s.notes.push(
         `${rounds} rounds of ${n} calls per protocol, REST and gRPC alternating; h2load -c1 -m1 over h2c (REST too); server CPU = utime+stime of the server process (/proc/<pid>/stat) over the calls; latency = h2load's mean time for request, median of the rounds.`,
       );
-      s.notes.push("Reference column: the same gRPC call on a second server with ROCK_UNARY_FAST_PATH=false (Connect-ES's own gRPC handler).");
+      s.notes.push(
+        "Reference column: the same gRPC call on a second server with ROCK_UNARY_FAST_PATH=false (Connect-ES's own gRPC handler).",
+      );
       sections.push(s);
     } finally {
       await fast.stop();
@@ -162,7 +169,11 @@ async function callPairs(server: ServerProcess, dir: string, tag: string): Promi
   };
   const grpcHeaders = { "content-type": "application/grpc", te: "trailers", authorization: auth };
   const getSession = create(GetSessionRequestSchema, { id });
-  const eval11 = create(EvalRequestSchema, { id, script: { contentType: "application/x-rscript", data: Buffer.from("1+1") }, accept: "application/json" });
+  const eval11 = create(EvalRequestSchema, {
+    id,
+    script: { contentType: "application/x-rscript", data: Buffer.from("1+1") },
+    accept: "application/json",
+  });
   // Each call answers as it should before it is timed (a 200 with grpc-status ≠ 0 would look fast).
   const raw = new RawGrpcClient(server.port, USER);
   try {
@@ -177,7 +188,11 @@ async function callPairs(server: ServerProcess, dir: string, tag: string): Promi
     {
       name: "GetSession (no R)",
       rest: { path: `/r/session/${id}`, headers: { authorization: auth } },
-      grpc: { path: "/rock.r.v1.RService/GetSession", headers: grpcHeaders, file: await bodyFile("get-grpc", enveloped(GetSessionRequestSchema, getSession)) },
+      grpc: {
+        path: "/rock.r.v1.RService/GetSession",
+        headers: grpcHeaders,
+        file: await bodyFile("get-grpc", enveloped(GetSessionRequestSchema, getSession)),
+      },
     },
     {
       name: "Eval `1+1` as JSON",
@@ -186,7 +201,11 @@ async function callPairs(server: ServerProcess, dir: string, tag: string): Promi
         headers: { authorization: auth, "content-type": "application/x-rscript", accept: "application/json" },
         file: await bodyFile("eval-rest", Buffer.from("1+1")),
       },
-      grpc: { path: "/rock.r.v1.RService/Eval", headers: grpcHeaders, file: await bodyFile("eval-grpc", enveloped(EvalRequestSchema, eval11)) },
+      grpc: {
+        path: "/rock.r.v1.RService/Eval",
+        headers: grpcHeaders,
+        file: await bodyFile("eval-grpc", enveloped(EvalRequestSchema, eval11)),
+      },
     },
   ];
 }
@@ -200,7 +219,13 @@ function enveloped<D extends DescMessage>(schema: D, m: MessageShape<D>): Buffer
 }
 
 /** Rounds of each call in turn; CPU summed over all rounds, latency the median of the rounds' means. */
-async function interleaved<K extends string>(pid: number, calls: Record<K, H2loadCall>, port: number, rounds: number, n: number): Promise<Record<K, Figures>> {
+async function interleaved<K extends string>(
+  pid: number,
+  calls: Record<K, H2loadCall>,
+  port: number,
+  rounds: number,
+  n: number,
+): Promise<Record<K, Figures>> {
   const keys = Object.keys(calls) as K[];
   const cpu = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
   const means = Object.fromEntries(keys.map((k) => [k, [] as number[]])) as Record<K, number[]>;
@@ -229,7 +254,8 @@ async function h2load(c: H2loadCall, port: number, n: number): Promise<number> {
   const { stdout } = await run("h2load", args, { maxBuffer: 1 << 20 });
   const done = /requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded/.exec(stdout);
   const codes = /status codes: (\d+) 2xx/.exec(stdout);
-  if (!done || !codes || Number(done[2]) !== n || Number(codes[1]) !== n) throw new Error(`h2load ${c.path}: not every request succeeded:\n${stdout}`);
+  if (!done || !codes || Number(done[2]) !== n || Number(codes[1]) !== n)
+    throw new Error(`h2load ${c.path}: not every request succeeded:\n${stdout}`);
   const t = /time for request:\s+(\S+)\s+(\S+)\s+(\S+)/.exec(stdout);
   if (!t) throw new Error(`h2load ${c.path}: no request times in:\n${stdout}`);
   return toMicros(t[3]!);

@@ -19,7 +19,11 @@ export class HttpClient {
   private readonly auth: string;
 
   /** `sockets` = 1 for latency figures (every request on the same connection). */
-  constructor(private readonly port: number, user: string, sockets = 1) {
+  constructor(
+    private readonly port: number,
+    user: string,
+    sockets = 1,
+  ) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets });
     this.auth = basic(user);
   }
@@ -27,7 +31,10 @@ export class HttpClient {
   /** Starts a request; the response is handed over unread. */
   open(method: string, path: string, o: HttpOptions = {}): Promise<http.IncomingMessage> {
     return new Promise((resolve, reject) => {
-      const req = http.request({ host: "127.0.0.1", port: this.port, method, path, agent: this.agent, headers: { authorization: this.auth, ...o.headers } }, resolve);
+      const req = http.request(
+        { host: "127.0.0.1", port: this.port, method, path, agent: this.agent, headers: { authorization: this.auth, ...o.headers } },
+        resolve,
+      );
       req.on("error", reject);
       const body = o.body;
       if (body === undefined) req.end();

@@ -126,7 +126,14 @@ interface Interleaved {
  * so that both sides meet the machine's slow and fast minutes alike. Each side builds its inputs just
  * before its clock starts (input objects for the catalogue, put arrays for raw) and drops them after.
  */
-async function interleavedWrites(kind: WriteKind, first: number, n: number, rounds: number, catalog: NetworkCatalog, raw: RawReference): Promise<Interleaved> {
+async function interleavedWrites(
+  kind: WriteKind,
+  first: number,
+  n: number,
+  rounds: number,
+  catalog: NetworkCatalog,
+  raw: RawReference,
+): Promise<Interleaved> {
   const per = Math.ceil(n / rounds);
   const stamp = new Date().toISOString();
   let catalogueMs = 0;
@@ -136,7 +143,9 @@ async function interleavedWrites(kind: WriteKind, first: number, n: number, roun
     const ids = Array.from({ length: Math.min(per, n - r * per) }, (_, k) => first + r * per + k);
     const timeCatalogue = async () => {
       // As a decoded request body holds them (flat strings, where benchDocument builds concatenations).
-      const inputs = ids.map((i) => JSON.parse(JSON.stringify(kind === "create" ? { ...doc(i), id: `n${i}` } : doc(i + 1))) as NetworkInput);
+      const inputs = ids.map(
+        (i) => JSON.parse(JSON.stringify(kind === "create" ? { ...doc(i), id: `n${i}` } : doc(i + 1))) as NetworkInput,
+      );
       const start = performance.now();
       if (kind === "create") for (const input of inputs) await catalog.create(input, AUTHOR);
       else if (kind === "update") for (let k = 0; k < ids.length; k++) await catalog.update(`n${ids[k]}`, inputs[k]!, AUTHOR);
@@ -208,7 +217,9 @@ export async function runNetworksBench(o: NetworksBenchOptions): Promise<Section
     const lists = Object.values(QUERIES);
     const warmUp = await directWrites(join(dir, "warm-up"), warm, warm, warm, 2, lists);
     await warmUp.catalog.close();
-    o.log(`networks: catalogue (direct) and raw batches of its puts, ${count} creates, ${changes} updates and publications, then ${later} creates after lists, in ${rounds} rounds…`);
+    o.log(
+      `networks: catalogue (direct) and raw batches of its puts, ${count} creates, ${changes} updates and publications, then ${later} creates after lists, in ${rounds} rounds…`,
+    );
     const writes = await directWrites(dir, count - later, changes, later, rounds, lists);
     const catalog = writes.catalog;
     let direct: { queries: Record<string, ReturnType<typeof summarize>> };
@@ -304,7 +315,9 @@ export async function runNetworksBench(o: NetworksBenchOptions): Promise<Section
       `The target rows write into a catalogue that has answered no list yet; lookups are built by the first list that needs them (field values per path, list orders, sorted dictionaries) and kept from then on. ` +
         `The row after the lists writes the last ${later.toLocaleString("en-US")} networks once each query of the list table has run once: what a served catalogue keeps up per write.`,
     );
-    w.notes.push("REST = the server (node src/main.ts, R not started) in its own process, one keep-alive socket, user cadmin; its reference is the direct rows' raw figure.");
+    w.notes.push(
+      "REST = the server (node src/main.ts, R not started) in its own process, one keep-alive socket, user cadmin; its reference is the direct rows' raw figure.",
+    );
 
     const q = section(`Networks: list with query at ${count.toLocaleString("en-US")} networks (limit 20)`);
     for (const label of Object.keys(QUERIES)) {
@@ -319,7 +332,9 @@ export async function runNetworksBench(o: NetworksBenchOptions): Promise<Section
       });
     }
     q.rows.push({ figure: "raw level get (per key)", value: ms(1000 / rawGet), reference: "(reference)" });
-    q.notes.push(`Values are p50 / p95 over ${queryRuns} runs after warm-up; REST = GET /ws/draft/networks?query=…, one keep-alive socket.`);
+    q.notes.push(
+      `Values are p50 / p95 over ${queryRuns} runs after warm-up; REST = GET /ws/draft/networks?query=…, one keep-alive socket.`,
+    );
     return [w, q];
   } finally {
     await removeDir();

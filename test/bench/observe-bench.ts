@@ -51,7 +51,12 @@ class Evaluator {
   }
 
   async eval(): Promise<Buffer> {
-    const a = await this.client.request("POST", `/r/session/${this.id}/_eval`, { "Content-Type": "application/x-rscript", Accept: "application/json" }, "1+1");
+    const a = await this.client.request(
+      "POST",
+      `/r/session/${this.id}/_eval`,
+      { "Content-Type": "application/x-rscript", Accept: "application/json" },
+      "1+1",
+    );
     if (a.status !== 200) throw new Error(`eval answered ${a.status}: ${a.body.toString("utf8", 0, 300)}`);
     return a.body;
   }
@@ -71,7 +76,9 @@ export async function runObserveBench(o: ObserveBenchOptions): Promise<Section[]
   const off: number[] = [];
   const roundRatios: number[] = [];
   for (let round = 0; round < rounds; round++) {
-    o.log(`observe: round ${round + 1}/${rounds}: a server as configured by default and one with the log silent and the metrics off, ${perRound} evals of 1+1 each…`);
+    o.log(
+      `observe: round ${round + 1}/${rounds}: a server as configured by default and one with the log silent and the metrics off, ${perRound} evals of 1+1 each…`,
+    );
     // Fresh processes every round: where the scheduler puts a server and its R session weighs on a
     // process's figures for as long as it lives (±10% here), as much as what is measured.
     const pair: Evaluator[] = [];
@@ -92,15 +99,41 @@ export async function runObserveBench(o: ObserveBenchOptions): Promise<Section[]
   const overhead = onTimes.p50 / offTimes.p50 - 1;
   const s = section("Logging and metrics on the request path: REST eval 1+1, default configuration vs log silent and metrics off");
   s.rows.push(
-    { figure: "p50, access log + metrics", value: ms(onTimes.p50), reference: `off ${ms(offTimes.p50)}`, ratio: signedPercent(overhead), target: `≤ ${percent(TARGET)}`, verdict: verdict(overhead <= TARGET) },
-    { figure: "p95, access log + metrics", value: ms(onTimes.p95), reference: `off ${ms(offTimes.p95)}`, ratio: signedPercent(onTimes.p95 / offTimes.p95 - 1) },
-    { figure: "mean, access log + metrics", value: ms(onTimes.mean), reference: `off ${ms(offTimes.mean)}`, ratio: signedPercent(onTimes.mean / offTimes.mean - 1) },
-    { figure: "access line + metrics of one record, in process", value: ms(sinks), reference: `of p50 off ${ms(offTimes.p50)}`, ratio: signedPercent(sinks / offTimes.p50) },
+    {
+      figure: "p50, access log + metrics",
+      value: ms(onTimes.p50),
+      reference: `off ${ms(offTimes.p50)}`,
+      ratio: signedPercent(overhead),
+      target: `≤ ${percent(TARGET)}`,
+      verdict: verdict(overhead <= TARGET),
+    },
+    {
+      figure: "p95, access log + metrics",
+      value: ms(onTimes.p95),
+      reference: `off ${ms(offTimes.p95)}`,
+      ratio: signedPercent(onTimes.p95 / offTimes.p95 - 1),
+    },
+    {
+      figure: "mean, access log + metrics",
+      value: ms(onTimes.mean),
+      reference: `off ${ms(offTimes.mean)}`,
+      ratio: signedPercent(onTimes.mean / offTimes.mean - 1),
+    },
+    {
+      figure: "access line + metrics of one record, in process",
+      value: ms(sinks),
+      reference: `of p50 off ${ms(offTimes.p50)}`,
+      ratio: signedPercent(sinks / offTimes.p50),
+    },
   );
   s.notes.push(
     `${rounds} round(s), each with a fresh pair of server processes (one per configuration, one R session and one keep-alive socket each, the minimal HTTP/1.1 client): ${warmup} warm-up, then ${perRound} evals per server, one call on each in turn (the order reversed every turn), so that the machine's slow and fast phases weigh on both alike. Figures over all rounds.`,
-    ...(rounds > 1 ? [`p50 on vs off round by round: ${roundRatios.map(signedPercent).join(", ")} (how much two processes differ on this machine).`] : []),
-    `Off: ${Object.entries(UNOBSERVED).map(([k, v]) => `${k}=${v}`).join(" ")}. On: the defaults, the access lines written synchronously to stderr, a pipe this process drains.`,
+    ...(rounds > 1
+      ? [`p50 on vs off round by round: ${roundRatios.map(signedPercent).join(", ")} (how much two processes differ on this machine).`]
+      : []),
+    `Off: ${Object.entries(UNOBSERVED)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(" ")}. On: the defaults, the access lines written synchronously to stderr, a pipe this process drains.`,
     "In process: the median over batches of one access line (pino, synchronous write to /dev/null) plus one record into the Prometheus counters and histograms.",
   );
   return [s];

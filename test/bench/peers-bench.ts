@@ -76,7 +76,9 @@ export async function runPeersBench(o: PeersBenchOptions): Promise<Section[]> {
     peers.push(await rockPeer(files, count));
 
     o.log("peers: Rserve…");
-    const rserveMissing = (await ensureDebian("Rserve", ["r-cran-rserve"])) ?? (await ensureDebian("a C compiler for the QAP1 load client", ["gcc", "libc6-dev"], () => hasCommand("cc")));
+    const rserveMissing =
+      (await ensureDebian("Rserve", ["r-cran-rserve"])) ??
+      (await ensureDebian("a C compiler for the QAP1 load client", ["gcc", "libc6-dev"], () => hasCommand("cc")));
     if (rserveMissing) skip("Rserve", rserveMissing);
     else {
       try {
@@ -100,8 +102,25 @@ export async function runPeersBench(o: PeersBenchOptions): Promise<Section[]> {
     o.log("peers: OpenCPU (installed into the bench's own R library the first time)…");
     const lib = await benchRLibrary();
     const ocpuMissing =
-      (await ensureDebian("OpenCPU's dependencies", ["r-cran-httpuv", "r-cran-knitr", "r-cran-webutils", "r-cran-zip", "r-cran-brew", "r-cran-rappdirs", "r-cran-evaluate", "r-cran-remotes", "r-cran-sys", "r-cran-curl", "r-cran-openssl", "r-cran-mime", "r-cran-rlang", "r-cran-vctrs", "r-cran-rcpp", "libprotobuf-dev", "protobuf-compiler"])) ??
-      (await ensureCran("OpenCPU", lib, ["protolite", "unix", "opencpu"], ["unix", "opencpu"]));
+      (await ensureDebian("OpenCPU's dependencies", [
+        "r-cran-httpuv",
+        "r-cran-knitr",
+        "r-cran-webutils",
+        "r-cran-zip",
+        "r-cran-brew",
+        "r-cran-rappdirs",
+        "r-cran-evaluate",
+        "r-cran-remotes",
+        "r-cran-sys",
+        "r-cran-curl",
+        "r-cran-openssl",
+        "r-cran-mime",
+        "r-cran-rlang",
+        "r-cran-vctrs",
+        "r-cran-rcpp",
+        "libprotobuf-dev",
+        "protobuf-compiler",
+      ])) ?? (await ensureCran("OpenCPU", lib, ["protolite", "unix", "opencpu"], ["unix", "opencpu"]));
     if (ocpuMissing) skip("OpenCPU", ocpuMissing);
     else {
       try {
@@ -142,7 +161,12 @@ export async function runPeersBench(o: PeersBenchOptions): Promise<Section[]> {
         s.rows.push(
           theirs === undefined
             ? { figure: `${figure} — ${p.name}`, value: ms(ours * 1000), reference: `${p.name}: ${p.lacks?.[row] ?? "n/a"}` }
-            : { figure: `${figure} — ${p.name}`, value: ms(ours * 1000), reference: `${p.name} ${ms(theirs * 1000)}`, ratio: ratio(ours / theirs) },
+            : {
+                figure: `${figure} — ${p.name}`,
+                value: ms(ours * 1000),
+                reference: `${p.name} ${ms(theirs * 1000)}`,
+                ratio: ratio(ours / theirs),
+              },
         );
       }
     };
@@ -155,7 +179,12 @@ export async function runPeersBench(o: PeersBenchOptions): Promise<Section[]> {
       const name = p?.name ?? "rock";
       const one = median(name, "clients1")!;
       const four = median(name, "clients4")!;
-      return { figure: `\`1+1\` as JSON, 1 / 4 clients — ${name}`, value: `${perSecond(one)} / ${perSecond(four)}`, ratio: times(four / one), reference: name === "rock" ? "4 clients vs 1 →" : `rock 4 clients ÷ ${name}'s: ${times(median("rock", "clients4")! / four)}` };
+      return {
+        figure: `\`1+1\` as JSON, 1 / 4 clients — ${name}`,
+        value: `${perSecond(one)} / ${perSecond(four)}`,
+        ratio: times(four / one),
+        reference: name === "rock" ? "4 clients vs 1 →" : `rock 4 clients ÷ ${name}'s: ${times(median("rock", "clients4")! / four)}`,
+      };
     };
     s.rows.push(rateRow(undefined), ...others.map((p) => rateRow(p)));
     s.notes.push(
@@ -168,7 +197,12 @@ export async function runPeersBench(o: PeersBenchOptions): Promise<Section[]> {
     );
     const fresh = median("plumber", "one");
     const plumber = peers.find((p) => p.name === "plumber") as (Peer & { keepAlive?: (n: number) => Promise<number> }) | undefined;
-    if (plumber?.keepAlive && fresh !== undefined) s.rows.push({ figure: "plumber `1+1`, connection kept alive (httpuv's delayed ACK)", value: ms((await plumber.keepAlive(count(20))) * 1000), reference: `new connection each: ${ms(fresh * 1000)}` });
+    if (plumber?.keepAlive && fresh !== undefined)
+      s.rows.push({
+        figure: "plumber `1+1`, connection kept alive (httpuv's delayed ACK)",
+        value: ms((await plumber.keepAlive(count(20))) * 1000),
+        reference: `new connection each: ${ms(fresh * 1000)}`,
+      });
     for (const line of skipped) s.notes.push(line);
   } finally {
     for (const p of peers.reverse()) await p.stop().catch(() => undefined);
@@ -214,7 +248,8 @@ async function h2load(requests: readonly H2Request[], n: number): Promise<number
     const { stdout } = await run("h2load", args, { maxBuffer: 1 << 20, timeout: 10 * 60_000 });
     const done = /requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded/.exec(stdout);
     const codes = /status codes: (\d+) 2xx/.exec(stdout);
-    if (!done || !codes || Number(done[2]) !== n || Number(codes[1]) !== n) throw new Error(`h2load ${q.url}: not every request succeeded:\n${stdout}`);
+    if (!done || !codes || Number(done[2]) !== n || Number(codes[1]) !== n)
+      throw new Error(`h2load ${q.url}: not every request succeeded:\n${stdout}`);
     const t = /finished in ([\d.]+)(us|ms|s),/.exec(stdout);
     if (!t) throw new Error(`h2load ${q.url}: no time in:\n${stdout}`);
     const x = Number(t[1]);
@@ -264,28 +299,50 @@ async function rockPeer(files: BodyFiles, count: (n: number) => number): Promise
     await server.stop();
   };
   try {
-    const eval_ = (id: string, script: string) => http.ok("POST", `/r/session/${id}/_eval`, { headers: { "content-type": "application/x-rscript", accept: "application/json" }, body: script });
+    const eval_ = (id: string, script: string) =>
+      http.ok("POST", `/r/session/${id}/_eval`, {
+        headers: { "content-type": "application/x-rscript", accept: "application/json" },
+        body: script,
+      });
     const ids: string[] = [];
-    for (let i = 0; i < 4; i++) ids.push((JSON.parse((await http.ok("POST", "/r/sessions", {}, 201)).body.toString("utf8")) as { id: string }).id);
+    for (let i = 0; i < 4; i++)
+      ids.push((JSON.parse((await http.ok("POST", "/r/sessions", {}, 201)).body.toString("utf8")) as { id: string }).id);
     await eval_(ids[0]!, `${DF}; NULL`);
     const firstRow = JSON.stringify((JSON.parse((await eval_(ids[0]!, "df[1, ]")).body.toString("utf8")) as unknown[])[0]);
     const base = `http://127.0.0.1:${server.port}`;
     const headers = { authorization: basic(USER), "content-type": "application/x-rscript", accept: "application/json" };
-    const evalOn = async (id: string, script: string): Promise<H2Request> => ({ url: `${base}/r/session/${id}/_eval`, headers, body: await files.of(script) });
+    const evalOn = async (id: string, script: string): Promise<H2Request> => ({
+      url: `${base}/r/session/${id}/_eval`,
+      headers,
+      body: await files.of(script),
+    });
     const one = await evalOn(ids[0]!, "1+1");
     const summary = await evalOn(ids[0]!, SUMMARY);
     const df = await evalOn(ids[0]!, "df");
     const fours = await Promise.all(ids.map((id) => evalOn(id, "1+1")));
     const raw = await RawHttpClient.connect(server.port, USER);
     const rawEval = async (script: string) => {
-      const a = await raw.request("POST", `/r/session/${ids[0]}/_eval`, { "Content-Type": "application/x-rscript", Accept: "application/json" }, script);
+      const a = await raw.request(
+        "POST",
+        `/r/session/${ids[0]}/_eval`,
+        { "Content-Type": "application/x-rscript", Accept: "application/json" },
+        script,
+      );
       if (a.status !== 200) throw new Error(`rock eval answered ${a.status}: ${a.body.toString("utf8", 0, 200)}`);
       return a.body.toString("utf8");
     };
     return {
       name: "rock",
       firstRow,
-      counts: { one: count(1000), summary: count(30), df: count(6), pair: count(60), session: count(40), clients1: count(1000), clients4: count(500) },
+      counts: {
+        one: count(1000),
+        summary: count(30),
+        df: count(6),
+        pair: count(60),
+        session: count(40),
+        clients1: count(1000),
+        clients4: count(500),
+      },
       rows: {
         one: (n) => perCall(one, n),
         summary: (n) => perCall(summary, n),
@@ -337,10 +394,23 @@ async function rservePeer(dir: string, count: (n: number) => number): Promise<Pe
     const node = await QapClient.connect(rserve.port);
     // as.character(): one string with no attributes, an XT_ARRAY_STR after the two 4-byte headers,
     // NUL-terminated and padded with \x01.
-    const text = async (expr: string) => (await node.eval(`as.character(${expr})`)).payload.subarray(8).toString("utf8").replace(/[\0\x01]+$/, "");
+    const text = async (expr: string) =>
+      (await node.eval(`as.character(${expr})`)).payload
+        .subarray(8)
+        .toString("utf8")
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: QAP pads strings with NUL and 0x01
+        .replace(/[\0\x01]+$/, "");
     return {
       name: "Rserve",
-      counts: { one: count(1000), summary: count(30), df: count(6), pair: count(60), session: count(40), clients1: count(1000), clients4: count(500) },
+      counts: {
+        one: count(1000),
+        summary: count(30),
+        df: count(6),
+        pair: count(60),
+        session: count(40),
+        clients1: count(1000),
+        clients4: count(500),
+      },
       rows: {
         one: async (n) => (await qap(n, 1, "", json("1+1"))).seconds / n,
         summary: async (n) => (await qap(n, 1, "", json(SUMMARY))).seconds / n,
@@ -384,13 +454,23 @@ async function rservePeer(dir: string, count: (n: number) => number): Promise<Pe
 // ---- R peers on HTTP: plumber and OpenCPU ----
 
 /** An R process serving HTTP, in its own process group, with its own temporary folder. */
-async function startR(dir: string, name: string, script: string, probe: string, env: Record<string, string> = {}): Promise<{ port: number; stop: () => Promise<void> }> {
+async function startR(
+  dir: string,
+  name: string,
+  script: string,
+  probe: string,
+  env: Record<string, string> = {},
+): Promise<{ port: number; stop: () => Promise<void> }> {
   const port = await freePort();
   const tmp = await mkdtemp(join(dir, `${name}-tmp-`));
   const file = join(dir, `${name}.R`);
   await writeFile(file, script.replaceAll("@PORT@", String(port)));
   // TMPDIR: an R killed by a signal leaves its session folder behind; this one goes with the bench's.
-  const child: ChildProcess = spawn("Rscript", ["--no-save", file], { detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TMPDIR: tmp, ...env } });
+  const child: ChildProcess = spawn("Rscript", ["--no-save", file], {
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, TMPDIR: tmp, ...env },
+  });
   const pid = child.pid;
   if (pid === undefined) throw new Error(`could not spawn Rscript for ${name}`);
   let log = "";
@@ -451,7 +531,11 @@ async function once(port: number, method: string, path: string, headers: Record<
   }
 }
 
-async function plumberPeer(dir: string, files: BodyFiles, count: (n: number) => number): Promise<Peer & { keepAlive: (n: number) => Promise<number> }> {
+async function plumberPeer(
+  dir: string,
+  files: BodyFiles,
+  count: (n: number) => number,
+): Promise<Peer & { keepAlive: (n: number) => Promise<number> }> {
   const script = `
 suppressMessages(library(plumber))
 ${DF}
@@ -521,7 +605,12 @@ opencpu::ocpu_start_server(port = @PORT@, preload = "jsonlite")
       return m[1]!;
     };
     const dfKey = keyOf(await post("/ocpu/library/base/R/identity", arg(`local({ ${DF}; df })`)));
-    const identity = async (code: string): Promise<H2Request> => ({ url: `${base}/ocpu/library/base/R/identity/${json}`, headers: form, body: await files.of(arg(code)), close: true });
+    const identity = async (code: string): Promise<H2Request> => ({
+      url: `${base}/ocpu/library/base/R/identity/${json}`,
+      headers: form,
+      body: await files.of(arg(code)),
+      close: true,
+    });
     const one = await identity("1+1");
     const summary = await identity(SUMMARY);
     const df: H2Request = { url: `${base}/ocpu/tmp/${dfKey}/R/.val/${json}`, headers: {}, close: true };

@@ -29,17 +29,29 @@ interface Comparison {
 export async function runQuotasBench(o: QuotasBenchOptions): Promise<Section[]> {
   const s = section("Confining sessions: quotas and a minimal root vs none, same run");
   const n = o.quick ? 40 : 200;
-  const quotas: Comparison = { what: "quotas", with: { ROCK_R_QUOTAS: "auto" }, without: { ROCK_R_QUOTAS: "off" }, reference: "without quotas" };
+  const quotas: Comparison = {
+    what: "quotas",
+    with: { ROCK_R_QUOTAS: "auto" },
+    without: { ROCK_R_QUOTAS: "off" },
+    reference: "without quotas",
+  };
   const probe = process.getuid?.() === 0 ? openCgroupTree(`rock-bench-probe-${process.pid}`, 0) : { unavailable: "not root" };
   if (!("unavailable" in probe)) {
     probe.close();
     for (const spares of ["0", "8"]) await compare(s, quotas, spares, n, o);
   } else s.notes.push(`quotas skipped: no quotas here (${probe.unavailable})`);
   if (process.getuid?.() === 0 && hasCapability(SYS_ADMIN)) {
-    const filesystem: Comparison = { what: "minimal root", with: { ROCK_R_SESSION_FILESYSTEM: "minimal" }, without: { ROCK_R_SESSION_FILESYSTEM: "host" }, reference: "host's file system" };
+    const filesystem: Comparison = {
+      what: "minimal root",
+      with: { ROCK_R_SESSION_FILESYSTEM: "minimal" },
+      without: { ROCK_R_SESSION_FILESYSTEM: "host" },
+      reference: "host's file system",
+    };
     await compare(s, filesystem, "0", n, o);
   } else s.notes.push("minimal root skipped: it needs root and CAP_SYS_ADMIN");
-  s.notes.push(`${n} sessions created and deleted per server in 10 interleaved rounds (the DELETE not timed), two servers as production runs them, differing in one setting; eval: 10 interleaved rounds.`);
+  s.notes.push(
+    `${n} sessions created and deleted per server in 10 interleaved rounds (the DELETE not timed), two servers as production runs them, differing in one setting; eval: 10 interleaved rounds.`,
+  );
   return [s];
 }
 
@@ -47,9 +59,11 @@ async function compare(s: Section, c: Comparison, spares: string, n: number, o: 
   o.log(`${c.what}: sessions with r.spareSessions ${spares}`);
   const servers: ServerProcess[] = [];
   try {
-    for (const env of [c.with, c.without]) servers.push(await startServerProcess({ rStart: true, env: { ...env, ROCK_R_SPARE_SESSIONS: spares, ROCK_LOG_LEVEL: "warn" } }));
+    for (const env of [c.with, c.without])
+      servers.push(await startServerProcess({ rStart: true, env: { ...env, ROCK_R_SPARE_SESSIONS: spares, ROCK_LOG_LEVEL: "warn" } }));
     const [on, off] = servers.map((server) => new HttpClient(server.port, "admin")) as [HttpClient, HttpClient];
-    const openSession = async (http: HttpClient) => (JSON.parse((await http.request("POST", "/r/sessions")).body.toString("utf8")) as { id: string }).id;
+    const openSession = async (http: HttpClient) =>
+      (JSON.parse((await http.request("POST", "/r/sessions")).body.toString("utf8")) as { id: string }).id;
     const create = (http: HttpClient) => async () => {
       const t = performance.now();
       const id = await openSession(http);
@@ -77,9 +91,18 @@ async function compare(s: Section, c: Comparison, spares: string, n: number, o: 
       verdict: verdict(a / b <= 1.2),
     });
     const [x, y] = [await openSession(on), await openSession(off)];
-    const evalOf = (http: HttpClient, sid: string) => () => http.request("POST", `/r/session/${sid}/_eval`, { headers: { "content-type": "application/x-rscript", accept: "application/json" }, body: "1+1" });
+    const evalOf = (http: HttpClient, sid: string) => () =>
+      http.request("POST", `/r/session/${sid}/_eval`, {
+        headers: { "content-type": "application/x-rscript", accept: "application/json" },
+        body: "1+1",
+      });
     const e = await sampleInterleaved({ on: evalOf(on, x), off: evalOf(off, y) }, o.quick ? 500 : 3000, 100);
-    s.rows.push({ figure: `eval 1+1 over REST p50 with ${c.what} (node:http client)`, value: ms(e.on.p50), reference: `${ms(e.off.p50)} ${c.reference}`, ratio: times(e.on.p50 / e.off.p50) });
+    s.rows.push({
+      figure: `eval 1+1 over REST p50 with ${c.what} (node:http client)`,
+      value: ms(e.on.p50),
+      reference: `${ms(e.off.p50)} ${c.reference}`,
+      ratio: times(e.on.p50 / e.off.p50),
+    });
   } finally {
     for (const server of servers) await server.stop();
   }

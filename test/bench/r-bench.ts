@@ -13,7 +13,13 @@ import { pipeline } from "node:stream/promises";
 import { randomBytes } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
 import { create as createMessage } from "@bufbuild/protobuf";
-import { EvalRequestSchema, EvalResponseSchema, GetSessionRequestSchema, GetSessionResponseSchema, RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import {
+  EvalRequestSchema,
+  EvalResponseSchema,
+  GetSessionRequestSchema,
+  GetSessionResponseSchema,
+  RService,
+} from "../../gen/es/rock/r/v1/rservice_pb.js";
 import * as grpc from "@grpc/grpc-js";
 import { RServiceClient, type EvalRequest, type EvalResponse } from "../../gen/grpc-js/rock/r/v1/rservice.js";
 import { call, connectClient, grpcClients, metadataFor } from "../support/clients.js";
@@ -55,7 +61,10 @@ class Ours {
   readonly rawGrpc: RawGrpcClient;
   private readonly md = metadataFor(USER);
 
-  private constructor(readonly server: ServerProcess, readonly raw: RawHttpClient) {
+  private constructor(
+    readonly server: ServerProcess,
+    readonly raw: RawHttpClient,
+  ) {
     this.http = new HttpClient(server.port, USER);
     this.grpc = grpcClients(server.port);
     this.connect = connectClient(RService, server.port, "connect", USER);
@@ -91,7 +100,12 @@ class Ours {
 
   /** Eval over gRPC with the minimal node:http2 client. */
   async rawGrpcEval(id: string, script: string, accept: string): Promise<Uint8Array> {
-    const res = await this.rawGrpc.unary("/rock.r.v1.RService/Eval", EvalRequestSchema, createMessage(EvalRequestSchema, { id, script: { contentType: RSCRIPT, data: Buffer.from(script) }, accept }), EvalResponseSchema);
+    const res = await this.rawGrpc.unary(
+      "/rock.r.v1.RService/Eval",
+      EvalRequestSchema,
+      createMessage(EvalRequestSchema, { id, script: { contentType: RSCRIPT, data: Buffer.from(script) }, accept }),
+      EvalResponseSchema,
+    );
     if (res.answer.case !== "value") throw new Error("gRPC eval: no value");
     return res.answer.value.data;
   }
@@ -212,17 +226,57 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     const inBurst = summarize(burstTimes);
     const rsInBurst = summarize(rsBurstTimes);
     s.rows.push(
-      { figure: "create p50, each then deleted", value: ms(create.p50), reference: `connect ${ms(rsConnect.p50)}`, ratio: ratio(create.p50, rsConnect.p50), target: "≤ 2× Rserve connect", verdict: verdict(create.p50 <= 2 * rsConnect.p50) },
-      { figure: "create p95, each then deleted", value: ms(create.p95), reference: `connect ${ms(rsConnect.p95)}`, ratio: ratio(create.p95, rsConnect.p95) },
-      { figure: `create p50, bursts of ${burst}`, value: ms(inBurst.p50), reference: `connect ${ms(rsInBurst.p50)}`, ratio: ratio(inBurst.p50, rsInBurst.p50), target: "≤ 2× Rserve connect", verdict: verdict(inBurst.p50 <= 2 * rsInBurst.p50) },
-      { figure: `create p95, bursts of ${burst}`, value: ms(inBurst.p95), reference: `connect ${ms(rsInBurst.p95)}`, ratio: ratio(inBurst.p95, rsInBurst.p95) },
+      {
+        figure: "create p50, each then deleted",
+        value: ms(create.p50),
+        reference: `connect ${ms(rsConnect.p50)}`,
+        ratio: ratio(create.p50, rsConnect.p50),
+        target: "≤ 2× Rserve connect",
+        verdict: verdict(create.p50 <= 2 * rsConnect.p50),
+      },
+      {
+        figure: "create p95, each then deleted",
+        value: ms(create.p95),
+        reference: `connect ${ms(rsConnect.p95)}`,
+        ratio: ratio(create.p95, rsConnect.p95),
+      },
+      {
+        figure: `create p50, bursts of ${burst}`,
+        value: ms(inBurst.p50),
+        reference: `connect ${ms(rsInBurst.p50)}`,
+        ratio: ratio(inBurst.p50, rsInBurst.p50),
+        target: "≤ 2× Rserve connect",
+        verdict: verdict(inBurst.p50 <= 2 * rsInBurst.p50),
+      },
+      {
+        figure: `create p95, bursts of ${burst}`,
+        value: ms(inBurst.p95),
+        reference: `connect ${ms(rsInBurst.p95)}`,
+        ratio: ratio(inBurst.p95, rsInBurst.p95),
+      },
       { figure: "delete p50 / p95", value: `${ms(del.p50)} / ${ms(del.p95)}` },
       // A delete answers once every process of the session is gone; Rserve's close waits for nothing.
-      { figure: "create + delete p50", value: ms(both.p50), reference: `connect+close ${ms(rsBoth.p50)}`, ratio: ratio(both.p50, rsBoth.p50), target: "≤ 2× Rserve connect+close", verdict: verdict(both.p50 <= 2 * rsBoth.p50) },
-      { figure: "create + delete p95", value: ms(both.p95), reference: `connect+close ${ms(rsBoth.p95)}`, ratio: ratio(both.p95, rsBoth.p95) },
+      {
+        figure: "create + delete p50",
+        value: ms(both.p50),
+        reference: `connect+close ${ms(rsBoth.p50)}`,
+        ratio: ratio(both.p50, rsBoth.p50),
+        target: "≤ 2× Rserve connect+close",
+        verdict: verdict(both.p50 <= 2 * rsBoth.p50),
+      },
+      {
+        figure: "create + delete p95",
+        value: ms(both.p95),
+        reference: `connect+close ${ms(rsBoth.p95)}`,
+        ratio: ratio(both.p95, rsBoth.p95),
+      },
     );
-    s.notes.push(`${sessionsN} create + delete cycles back to back after 5 warm-up, in ${sessionRounds} rounds interleaved with Rserve's; REST over one keep-alive socket; Rserve connect = TCP connect + 32-byte ID (its fork).`);
-    s.notes.push(`Bursts: ${bursts} × ${burst} creates back to back, 500 ms apart (the server's default r.spareSessions keeps 8 sessions forked ahead; past them a creation waits for a fork).`);
+    s.notes.push(
+      `${sessionsN} create + delete cycles back to back after 5 warm-up, in ${sessionRounds} rounds interleaved with Rserve's; REST over one keep-alive socket; Rserve connect = TCP connect + 32-byte ID (its fork).`,
+    );
+    s.notes.push(
+      `Bursts: ${bursts} × ${burst} creates back to back, 500 ms apart (the server's default r.spareSessions keeps 8 sessions forked ahead; past them a creation waits for a fork).`,
+    );
     sections.push(s);
 
     // ---- eval round-trips ----
@@ -235,7 +289,8 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     expectText(await ours.connectGrpcEval(id, "1+1", "application/json"), "2", "Connect-ES gRPC JSON");
     const rdsRest = await ours.restEval(id, "1+1", OCTET);
     const rdsRserve = (await qap.eval(RDS_1)).payload;
-    if (rdsRest.length < 30 || !rdsRserve.includes(rdsRest.subarray(0, 14))) throw new Error("REST R serialization does not look like serialize(1+1)");
+    if (rdsRest.length < 30 || !rdsRserve.includes(rdsRest.subarray(0, 14)))
+      throw new Error("REST R serialization does not look like serialize(1+1)");
     if (!Buffer.from(await ours.rawGrpcEval(id, "1+1", OCTET)).equals(rdsRest)) throw new Error("gRPC R serialization differs from REST's");
 
     const measure = (work: () => Promise<unknown>) => sample(iterations, warmup, work).then(summarize);
@@ -254,7 +309,14 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
       const connectFloor = connectClient(RService, floors.ports.connect, "grpc", USER);
       connectFloorTime = await measure(() => connectFloor.getSession({ id }));
       const h2Floor = new RawGrpcClient(floors.ports.h2, USER);
-      h2FloorTime = await measure(() => h2Floor.unary("/rock.r.v1.RService/GetSession", GetSessionRequestSchema, createMessage(GetSessionRequestSchema, { id }), GetSessionResponseSchema));
+      h2FloorTime = await measure(() =>
+        h2Floor.unary(
+          "/rock.r.v1.RService/GetSession",
+          GetSessionRequestSchema,
+          createMessage(GetSessionRequestSchema, { id }),
+          GetSessionResponseSchema,
+        ),
+      );
       h2Floor.close();
     } catch (error) {
       await floors.stop();
@@ -270,7 +332,8 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
         restNoR: () => ours.http.ok("GET", `/r/session/${id}`),
         grpcNoR: () => call((cb) => ours.grpc.r.getSession({ id }, metadataFor(USER), cb)),
         connectGrpcNoR: () => ours.connectGrpc.getSession({ id }),
-        rawGrpcNoR: () => ours.rawGrpc.unary("/rock.r.v1.RService/GetSession", GetSessionRequestSchema, getSession, GetSessionResponseSchema),
+        rawGrpcNoR: () =>
+          ours.rawGrpc.unary("/rock.r.v1.RService/GetSession", GetSessionRequestSchema, getSession, GetSessionResponseSchema),
         rsPlain: () => qap.eval("1+1"),
         rsJson: () => qap.eval(JSON_1),
         rsRds: () => qap.eval(RDS_1),
@@ -293,7 +356,27 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
       relayFloor.close();
       return Promise.all([rLoop.stop(), floors.stop()]);
     });
-    const { relayJson, relayRds, restNoR, grpcNoR, connectGrpcNoR, rawGrpcNoR, rLoop: rLoopTime, rsPlain, rsJson, rsRds, rawRestJson, restJson, grpcJson, connectGrpcJson, connectJson, restRds, rawGrpcRds, grpcRds, connectGrpcRds } = m;
+    const {
+      relayJson,
+      relayRds,
+      restNoR,
+      grpcNoR,
+      connectGrpcNoR,
+      rawGrpcNoR,
+      rLoop: rLoopTime,
+      rsPlain,
+      rsJson,
+      rsRds,
+      rawRestJson,
+      restJson,
+      grpcJson,
+      connectGrpcJson,
+      connectJson,
+      restRds,
+      rawGrpcRds,
+      grpcRds,
+      connectGrpcRds,
+    } = m;
 
     const e = section("R eval round-trip of 1+1 (one session / one Rserve connection, sequential)");
     const row = (figure: string, x: Summary, ref: Summary, refName: string, factor?: number) => {
@@ -317,7 +400,8 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     row("RDS gRPC (minimal node:http2 client)", rawGrpcRds, rsRds, "Rserve serialize", 2);
     row("RDS gRPC (grpc-js)", grpcRds, rsRds, "Rserve serialize");
     row("RDS gRPC (Connect-ES)", connectGrpcRds, rsRds, "Rserve serialize");
-    const floor = (figure: string, x: Summary, what: string) => e.rows.push({ figure: `${figure} p50 / p95`, value: `${ms(x.p50)} / ${ms(x.p95)}`, reference: what });
+    const floor = (figure: string, x: Summary, what: string) =>
+      e.rows.push({ figure: `${figure} p50 / p95`, value: `${ms(x.p50)} / ${ms(x.p95)}`, reference: what });
     floor("Rserve plain 1+1", rsPlain, "(QAP1 floor)");
     floor("floor: bare R socket loop, serialize(1+1)", rLoopTime, "(R's socket layer, no protocol)");
     // The design's own floor (R behind Node): what the JSON and RDS targets can be read against.
@@ -342,8 +426,12 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     floor("floor: gRPC GetSession, minimal client", rawGrpcNoR, "(h2 + unary fast path + auth, no R)");
     floor("floor: gRPC GetSession (grpc-js)", grpcNoR, "(h2 + auth, no R)");
     floor("floor: gRPC GetSession (Connect-ES)", connectGrpcNoR, "(h2 + auth, no R)");
-    e.notes.push(`${iterations} iterations after ${warmup} warm-up, in 10 interleaved rounds (every row of rock and Rserve takes 1/10 of its samples per round); REST: a minimal HTTP/1.1 client (one write per request, answer read by Content-Length) and node:http, one keep-alive socket each; gRPC: a minimal node:http2 client (hand-framed messages), @grpc/grpc-js and Connect-ES createGrpcTransport (all h2c, one HTTP/2 connection each); Connect: Connect-ES, HTTP/1.1.`);
-    e.notes.push("The server (node src/main.ts), Rserve and the bare floor servers each run in a process of their own; the clients run in this one.");
+    e.notes.push(
+      `${iterations} iterations after ${warmup} warm-up, in 10 interleaved rounds (every row of rock and Rserve takes 1/10 of its samples per round); REST: a minimal HTTP/1.1 client (one write per request, answer read by Content-Length) and node:http, one keep-alive socket each; gRPC: a minimal node:http2 client (hand-framed messages), @grpc/grpc-js and Connect-ES createGrpcTransport (all h2c, one HTTP/2 connection each); Connect: Connect-ES, HTTP/1.1.`,
+    );
+    e.notes.push(
+      "The server (node src/main.ts), Rserve and the bare floor servers each run in a process of their own; the clients run in this one.",
+    );
     e.notes.push(`Rserve JSON = ${JSON_1}; Rserve RDS = ${RDS_1}.`);
     e.notes.push(
       `The design puts R behind Node (client → Node → R → Node → client): with no rock code at all, a bare node:http server relaying to a bare R loop answers at ${ratio(relayJson.p50, rsJson.p50)} Rserve's JSON eval and ${ratio(relayRds.p50, rsRds.p50)} its serialized eval; rock's REST JSON eval is ${ratio(rawRestJson.p50, relayJson.p50)} that floor.`,
@@ -362,7 +450,12 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
       const ids = await Promise.all(clients.map((c) => ours.createSession(c)));
       for (let l = 0; l < lanes; l++) qaps.push(await QapClient.connect(port));
       const rawEval = async (l: number) => {
-        const a = await raws[l]!.request("POST", `/r/session/${ids[l]}/_eval`, { "Content-Type": RSCRIPT, Accept: "application/json" }, "1+1");
+        const a = await raws[l]!.request(
+          "POST",
+          `/r/session/${ids[l]}/_eval`,
+          { "Content-Type": RSCRIPT, Accept: "application/json" },
+          "1+1",
+        );
         if (a.status !== 200) throw new Error(`eval answered ${a.status}`);
       };
       const kinds = {
@@ -382,7 +475,13 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
         .filter((p) => rServer !== undefined && p.pgrp === rServer.pid)
         .map((p) => p.pid);
       const cpuOf = async (pids: number[]) => (await Promise.all(pids.map(cpuSeconds))).reduce<number>((a, b) => a + (b ?? 0), 0);
-      interface Tally { evals: number; ms: number; server: number; r: number; client: number }
+      interface Tally {
+        evals: number;
+        ms: number;
+        server: number;
+        r: number;
+        client: number;
+      }
       const tally = (): Tally => ({ evals: 0, ms: 0, server: 0, r: 0, client: 0 });
       const add = (into: Tally, x: Tally) => {
         for (const k of ["evals", "ms", "server", "r", "client"] as const) into[k] += x[k];
@@ -420,24 +519,49 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
       // Each round's 4 lanes against the 1 lane just before them: the median of these pairs is what a
       // burst of load from elsewhere on the machine, landing on one side of one pair, does not move.
       const scaling = (kind: "raw" | "http" | "rserve") => summarize(paired[kind]).p50;
-      const spread = (kind: "raw" | "http" | "rserve") => `${times(rate(four[kind]) / rate(one[kind]))} pooled, ${times(Math.min(...paired[kind]))}–${times(Math.max(...paired[kind]))} by round`;
+      const spread = (kind: "raw" | "http" | "rserve") =>
+        `${times(rate(four[kind]) / rate(one[kind]))} pooled, ${times(Math.min(...paired[kind]))}–${times(Math.max(...paired[kind]))} by round`;
       t.rows.push(
-        { figure: "1 session (minimal client)", value: perSecond(rate(one.raw)), reference: `Rserve 1 conn ${perSecond(rate(one.rserve))}`, ratio: ratio(rate(one.raw), rate(one.rserve)) },
-        { figure: `${lanes} sessions (minimal client)`, value: perSecond(rate(four.raw)), reference: `Rserve ${lanes} conns ${perSecond(rate(four.rserve))}`, ratio: ratio(rate(four.raw), rate(four.rserve)) },
-        { figure: `scaling ${lanes} vs 1 (minimal client), median of ${rounds} rounds`, value: times(scaling("raw")), reference: `Rserve ${times(scaling("rserve"))}`, target: "≥ 1.8×", verdict: verdict(scaling("raw") >= 1.8) },
+        {
+          figure: "1 session (minimal client)",
+          value: perSecond(rate(one.raw)),
+          reference: `Rserve 1 conn ${perSecond(rate(one.rserve))}`,
+          ratio: ratio(rate(one.raw), rate(one.rserve)),
+        },
+        {
+          figure: `${lanes} sessions (minimal client)`,
+          value: perSecond(rate(four.raw)),
+          reference: `Rserve ${lanes} conns ${perSecond(rate(four.rserve))}`,
+          ratio: ratio(rate(four.raw), rate(four.rserve)),
+        },
+        {
+          figure: `scaling ${lanes} vs 1 (minimal client), median of ${rounds} rounds`,
+          value: times(scaling("raw")),
+          reference: `Rserve ${times(scaling("rserve"))}`,
+          target: "≥ 1.8×",
+          verdict: verdict(scaling("raw") >= 1.8),
+        },
         { figure: `scaling ${lanes} vs 1 (minimal client), spread`, value: spread("raw"), reference: `Rserve ${spread("rserve")}` },
         { figure: `1 / ${lanes} sessions (node:http client)`, value: `${perSecond(rate(one.http))} / ${perSecond(rate(four.http))}` },
-        { figure: `scaling ${lanes} vs 1 (node:http client), median`, value: times(scaling("http")), reference: `Rserve ${times(scaling("rserve"))}` },
+        {
+          figure: `scaling ${lanes} vs 1 (node:http client), median`,
+          value: times(scaling("http")),
+          reference: `Rserve ${times(scaling("rserve"))}`,
+        },
         { figure: "CPU, 1 session (minimal client)", value: cores(one.raw), reference: "of one core" },
         { figure: `CPU, ${lanes} sessions (minimal client)`, value: cores(four.raw), reference: "of one core" },
         { figure: `CPU, ${lanes} sessions (node:http client)`, value: cores(four.http), reference: "of one core" },
       );
-      t.notes.push(`${lanes} lanes × ${perLane} evals, each lane its own session and keep-alive socket (1 lane: ${perLane * 2}), in ${rounds} rounds interleaving 1 and ${lanes} lanes of each client; ${(await import("node:os")).cpus().length} CPU cores.`);
-      t.notes.push("The server runs in its own process, the clients (minimal HTTP/1.1 client, node:http, QAP1) in this one. CPU is user + system time from /proc over the measured time: the server process, the R processes of its sessions, and this process.");
+      t.notes.push(
+        `${lanes} lanes × ${perLane} evals, each lane its own session and keep-alive socket (1 lane: ${perLane * 2}), in ${rounds} rounds interleaving 1 and ${lanes} lanes of each client; ${(await import("node:os")).cpus().length} CPU cores.`,
+      );
+      t.notes.push(
+        "The server runs in its own process, the clients (minimal HTTP/1.1 client, node:http, QAP1) in this one. CPU is user + system time from /proc over the measured time: the server process, the R processes of its sessions, and this process.",
+      );
       for (const sid of ids) await ours.deleteSession(sid);
     } finally {
-      clients.forEach((c) => c.close());
-      raws.forEach((c) => c.close());
+      for (const c of clients) c.close();
+      for (const c of raws) c.close();
     }
     sections.push(t);
 
@@ -467,12 +591,25 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     const transport = oursDf.p50 - inR;
     const d = section("R: JSON of a 100,000-row data.frame (eval of the assigned symbol)");
     d.rows.push(
-      { figure: "REST eval `df` → JSON (median)", value: ms(oursDf.p50), reference: `Rserve toJSON ${ms(rsDf.p50)}`, ratio: ratio(oursDf.p50, rsDf.p50) },
+      {
+        figure: "REST eval `df` → JSON (median)",
+        value: ms(oursDf.p50),
+        reference: `Rserve toJSON ${ms(rsDf.p50)}`,
+        ratio: ratio(oursDf.p50, rsDf.p50),
+      },
       { figure: "toJSON inside the session (system.time, median)", value: ms(inR), reference: "(R cost alone)" },
-      { figure: "transport: REST answer - R alone", value: ms(transport), reference: `${percent(transport / inR)} of R`, target: "transport ≤ 20% of R", verdict: verdict(transport <= 0.2 * inR) },
+      {
+        figure: "transport: REST answer - R alone",
+        value: ms(transport),
+        reference: `${percent(transport / inR)} of R`,
+        target: "transport ≤ 20% of R",
+        verdict: verdict(transport <= 0.2 * inR),
+      },
       { figure: "JSON size", value: mib(size), reference: `Rserve answer ${mib(rsSize)}` },
     );
-    d.notes.push(`${runs} runs after 1 warm-up, the REST eval and system.time(toJSON) in the session taking turns; data.frame(a=1:1e5, b=rnorm(1e5), c=sample(letters,1e5,TRUE)).`);
+    d.notes.push(
+      `${runs} runs after 1 warm-up, the REST eval and system.time(toJSON) in the session taking turns; data.frame(a=1:1e5, b=rnorm(1e5), c=sample(letters,1e5,TRUE)).`,
+    );
     sections.push(d);
 
     // ---- files ----
@@ -500,9 +637,11 @@ async function fileBench(o: RBenchOptions, ours: Ours, id: string): Promise<Sect
     const src = join(dir, "big.bin");
     const block = randomBytes(1024 * 1024);
     await pipeline(
-      Readable.from((function* () {
-        for (let n = 0; n < bytes; n += block.length) yield block;
-      })()),
+      Readable.from(
+        (function* () {
+          for (let n = 0; n < bytes; n += block.length) yield block;
+        })(),
+      ),
       createWriteStream(src),
     );
     const MB = bytes / 1e6;
@@ -512,15 +651,19 @@ async function fileBench(o: RBenchOptions, ours: Ours, id: string): Promise<Sect
       return MB / ((performance.now() - t) / 1000);
     };
 
-    const boundary = "----rockbench" + randomBytes(8).toString("hex");
-    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    const boundary = `----rockbench${randomBytes(8).toString("hex")}`;
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    );
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
     const upload = async (client: HttpClient, path: string) => {
-      const body = Readable.from((async function* () {
-        yield head;
-        yield* createReadStream(src, { highWaterMark: 1024 * 1024 });
-        yield tail;
-      })());
+      const body = Readable.from(
+        (async function* () {
+          yield head;
+          yield* createReadStream(src, { highWaterMark: 1024 * 1024 });
+          yield tail;
+        })(),
+      );
       return client.ok("POST", path, {
         headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + bytes + tail.length },
         body,
@@ -547,8 +690,13 @@ async function fileBench(o: RBenchOptions, ours: Ours, id: string): Promise<Sect
       const rate = await rateOf(work);
       return { rate, growth: sampler.stop() - before };
     };
-    const cp: number[] = [], up: number[] = [], down: number[] = [], floorUp: number[] = [], floorDown: number[] = [];
-    let upGrowth = 0, downGrowth = 0;
+    const cp: number[] = [],
+      up: number[] = [],
+      down: number[] = [],
+      floorUp: number[] = [],
+      floorDown: number[] = [];
+    let upGrowth = 0,
+      downGrowth = 0;
     for (let r = 0; r < rounds; r++) {
       cp.push(await rateOf(() => run("cp", [src, join(dir, "copy.bin")])));
       await rm(join(dir, "copy.bin"));
@@ -575,15 +723,40 @@ async function fileBench(o: RBenchOptions, ours: Ours, id: string): Promise<Sect
     const f = section(`R files: ${mib(bytes)} multipart upload / streamed download over REST vs cp`);
     const limit = 64 * 1024 * 1024;
     f.rows.push(
-      { figure: "upload", value: mbps(upRate), reference: refs(floorUp), ratio: ratio(upRate, cpRate), target: "≥ 0.8× cp", verdict: verdict(upRate >= 0.8 * cpRate) },
-      { figure: "download", value: mbps(downRate), reference: refs(floorDown), ratio: ratio(downRate, cpRate), target: "≥ 0.8× cp", verdict: verdict(downRate >= 0.8 * cpRate) },
+      {
+        figure: "upload",
+        value: mbps(upRate),
+        reference: refs(floorUp),
+        ratio: ratio(upRate, cpRate),
+        target: "≥ 0.8× cp",
+        verdict: verdict(upRate >= 0.8 * cpRate),
+      },
+      {
+        figure: "download",
+        value: mbps(downRate),
+        reference: refs(floorDown),
+        ratio: ratio(downRate, cpRate),
+        target: "≥ 0.8× cp",
+        verdict: verdict(downRate >= 0.8 * cpRate),
+      },
       { figure: "RSS baseline", value: mib(baseline) },
       { figure: "RSS growth, upload (largest)", value: `+${mib(upGrowth)}`, target: `< ${mib(limit)}`, verdict: verdict(upGrowth < limit) },
-      { figure: "RSS growth, download (largest)", value: `+${mib(downGrowth)}`, target: `< ${mib(limit)}`, verdict: verdict(downGrowth < limit) },
+      {
+        figure: "RSS growth, download (largest)",
+        value: `+${mib(downGrowth)}`,
+        target: `< ${mib(limit)}`,
+        verdict: verdict(downGrowth < limit),
+      },
     );
-    f.notes.push(`Medians of ${rounds} rounds; each round runs cp, then the bare server's upload and the server's, then both downloads. MB = 10^6 bytes; the source file is in the page cache for cp and for the uploads; every transfer writes a new file, as cp does.`);
-    f.notes.push("bare node:http = test/bench/file-floor-server.ts in its own process: busboy to a file, and 1 MiB reads to the socket, with no auth, checks, staging or uid: what node:http itself costs here.");
-    f.notes.push("RSS = VmRSS of the server process (/proc/<pid>/status, every 50 ms), R sessions not included; growth = peak during a transfer - just before it.");
+    f.notes.push(
+      `Medians of ${rounds} rounds; each round runs cp, then the bare server's upload and the server's, then both downloads. MB = 10^6 bytes; the source file is in the page cache for cp and for the uploads; every transfer writes a new file, as cp does.`,
+    );
+    f.notes.push(
+      "bare node:http = test/bench/file-floor-server.ts in its own process: busboy to a file, and 1 MiB reads to the socket, with no auth, checks, staging or uid: what node:http itself costs here.",
+    );
+    f.notes.push(
+      "RSS = VmRSS of the server process (/proc/<pid>/status, every 50 ms), R sessions not included; growth = peak during a transfer - just before it.",
+    );
     return f;
   } finally {
     http.close();
@@ -595,7 +768,10 @@ async function fileBench(o: RBenchOptions, ours: Ours, id: string): Promise<Sect
 
 /** The bare file server (file-floor-server.ts) in a process of its own, serving `dir`. */
 export async function startFileFloor(dir: string): Promise<{ port: number; url: string; pid: number; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "test/bench/file-floor-server.ts", dir], { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "test/bench/file-floor-server.ts", dir], {
+    cwd: ROOT,
+    stdio: ["pipe", "pipe", "inherit"],
+  });
   child.stdin?.on("error", () => undefined);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const stop = onCleanup(async () => {
@@ -621,7 +797,11 @@ export async function startFileFloor(dir: string): Promise<{ port: number; url: 
 
 /** The bare floor servers (floor-server.ts) in a process of their own. */
 async function startFloors(): Promise<{ ports: FloorPorts; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "test/bench/floor-server.ts"], { cwd: ROOT, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "test/bench/floor-server.ts"], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   child.stdin?.on("error", () => undefined);
   let log = "";
   child.stderr?.setEncoding("utf8");

@@ -21,7 +21,11 @@ repeat {
 }`;
 
 export class RLoopFloor {
-  private constructor(private readonly socket: net.Socket, private readonly reader: SocketReader, readonly stop: () => Promise<void>) {}
+  private constructor(
+    private readonly socket: net.Socket,
+    private readonly reader: SocketReader,
+    readonly stop: () => Promise<void>,
+  ) {}
 
   static async start(): Promise<RLoopFloor> {
     const server = net.createServer();

@@ -18,14 +18,25 @@ export class RawGrpcClient {
   }
 
   /** One unary call; rejects unless grpc-status is 0. */
-  unary<I extends DescMessage, O extends DescMessage>(path: string, input: I, message: MessageShape<I>, output: O): Promise<MessageShape<O>> {
+  unary<I extends DescMessage, O extends DescMessage>(
+    path: string,
+    input: I,
+    message: MessageShape<I>,
+    output: O,
+  ): Promise<MessageShape<O>> {
     const body = toBinary(input, message);
     const frame = Buffer.allocUnsafe(5 + body.length);
     frame[0] = 0;
     frame.writeUInt32BE(body.length, 1);
     frame.set(body, 5);
     return new Promise((resolve, reject) => {
-      const stream = this.session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", authorization: this.auth });
+      const stream = this.session.request({
+        ":method": "POST",
+        ":path": path,
+        "content-type": "application/grpc",
+        te: "trailers",
+        authorization: this.auth,
+      });
       const chunks: Buffer[] = [];
       let status: string | undefined;
       let detail = "";

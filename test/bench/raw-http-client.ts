@@ -3,7 +3,7 @@
  * QAP1 client: each request is one write, each answer is read by Content-Length. It measures the
  * server, not node:http's client machinery (the rows measured with node:http stay beside it).
  */
-import net from "node:net";
+import type net from "node:net";
 import { basic } from "../support/server.js";
 import { connectLoopback, SocketReader } from "./socket-reader.js";
 
@@ -18,7 +18,11 @@ export class RawHttpClient {
   private readonly reader: SocketReader;
   private readonly fixed: string;
 
-  private constructor(private readonly socket: net.Socket, port: number, user: string) {
+  private constructor(
+    private readonly socket: net.Socket,
+    port: number,
+    user: string,
+  ) {
     this.reader = new SocketReader(socket, "HTTP");
     this.fixed = `Host: 127.0.0.1:${port}\r\nAuthorization: ${basic(user)}\r\n`;
   }

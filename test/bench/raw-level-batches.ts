@@ -20,7 +20,13 @@ export const AUTHOR = "bench";
 
 export type RawRequest =
   | { readonly type: "open"; readonly dir: string }
-  | { readonly type: "time"; readonly kind: WriteKind; readonly ids: readonly number[]; readonly stamp: string; readonly preEncodedFirst: boolean }
+  | {
+      readonly type: "time";
+      readonly kind: WriteKind;
+      readonly ids: readonly number[];
+      readonly stamp: string;
+      readonly preEncodedFirst: boolean;
+    }
   | { readonly type: "close" };
 
 /** Milliseconds of one round: `records` by level's json encoding (the reference), `preEncoded` as JSON text. */
@@ -57,7 +63,10 @@ function catalogueRecords(kind: WriteKind, i: number, stamp: string, prefixes: K
   ];
   if (kind === "publish") return records;
   const revision: RevisionRecord = { seq: state.head, author: AUTHOR, date: stamp, document };
-  records.push({ type: "put", key: prefixes.doc + id, value: document }, { type: "put", key: revisionKey(prefixes, id, state.head), value: revision });
+  records.push(
+    { type: "put", key: prefixes.doc + id, value: document },
+    { type: "put", key: revisionKey(prefixes, id, state.head), value: revision },
+  );
   return records;
 }
 

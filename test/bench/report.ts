@@ -34,14 +34,21 @@ export function verdict(ok: boolean): Verdict {
 
 const MARK: Record<Verdict, string> = { pass: "✔", FAIL: "✘", "": "" };
 const HEAD: readonly (keyof Row)[] = ["figure", "value", "reference", "ratio", "target", "verdict"];
-const LABELS: Record<keyof Row, string> = { figure: "figure", value: "measured", reference: "reference", ratio: "ratio", target: "target", verdict: "" };
+const LABELS: Record<keyof Row, string> = {
+  figure: "figure",
+  value: "measured",
+  reference: "reference",
+  ratio: "ratio",
+  target: "target",
+  verdict: "",
+};
 
 export function render(s: Section): string {
   const shown = (r: Row, k: keyof Row): string => (k === "verdict" ? MARK[r.verdict ?? ""] : (r[k] ?? ""));
   const cells = [HEAD.map((k) => LABELS[k]), ...s.rows.map((r) => HEAD.map((k) => shown(r, k)))];
   const widths = HEAD.map((_, c) => Math.max(...cells.map((row) => row[c]!.length)));
-  const line = (row: string[]) => "| " + row.map((v, c) => v.padEnd(widths[c]!)).join(" | ") + " |";
-  const rule = "|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|";
+  const line = (row: string[]) => `| ${row.map((v, c) => v.padEnd(widths[c]!)).join(" | ")} |`;
+  const rule = `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`;
   const out = [`\n## ${s.title}\n`, line(cells[0]!), rule, ...cells.slice(1).map(line)];
   for (const n of s.notes) out.push(`  - ${n}`);
   return out.join("\n");

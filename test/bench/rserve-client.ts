@@ -51,7 +51,11 @@ export class QapClient {
     const payload = length > 0 ? await this.reader.read(length) : Buffer.alloc(0);
     if (cmd !== RESP_OK) {
       const status = (cmd >>> 24) & 0x7f;
-      throw new Error((cmd & 0xffffff) === RESP_ERR ? `Rserve error status 0x${status.toString(16)} for ${expression}` : `unexpected Rserve response 0x${cmd.toString(16)}`);
+      throw new Error(
+        (cmd & 0xffffff) === RESP_ERR
+          ? `Rserve error status 0x${status.toString(16)} for ${expression}`
+          : `unexpected Rserve response 0x${cmd.toString(16)}`,
+      );
     }
     return { length, payload };
   }
@@ -93,7 +97,11 @@ function killGroup(pgid: number, signal: NodeJS.Signals): boolean {
 
 /** Rserve running in the foreground of its own process group; connections are forks of it. */
 export class RserveProcess {
-  private constructor(readonly port: number, private readonly child: ChildProcess, private log: string) {}
+  private constructor(
+    readonly port: number,
+    private readonly child: ChildProcess,
+    private log: string,
+  ) {}
 
   /** Starts Rserve with jsonlite loaded beforehand (so forks share it, as the R server process does). */
   static async start(timeoutMs = 20_000): Promise<RserveProcess> {
@@ -126,7 +134,9 @@ export class RserveProcess {
   async stop(): Promise<void> {
     const pid = this.child.pid!;
     if (!live.has(pid)) return;
-    const exited = new Promise<void>((resolve) => (this.child.exitCode !== null || this.child.signalCode !== null ? resolve() : this.child.once("exit", () => resolve())));
+    const exited = new Promise<void>((resolve) =>
+      this.child.exitCode !== null || this.child.signalCode !== null ? resolve() : this.child.once("exit", () => resolve()),
+    );
     killGroup(pid, "SIGTERM");
     const timer = setTimeout(() => killGroup(pid, "SIGKILL"), 3000);
     await exited;

@@ -44,20 +44,28 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 const started = performance.now();
 const log = (line: string) => console.error(`[${((performance.now() - started) / 1000).toFixed(1)}s] ${line}`);
 const cpu = os.cpus()[0]?.model ?? "?";
-console.log(`# rock benchmarks${quick ? " (BENCH_QUICK)" : ""} — node ${process.version}, ${os.cpus().length} × ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`);
+console.log(
+  `# rock benchmarks${quick ? " (BENCH_QUICK)" : ""} — node ${process.version}, ${os.cpus().length} × ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`,
+);
 
 const rBefore = rWorkerCount();
 const sections: Section[] = [];
+const show = (part: readonly Section[]): void => {
+  for (const s of part) {
+    console.log(render(s));
+    sections.push(s);
+  }
+};
 let failed = false;
 try {
-  if (only === "" || only === "r") for (const s of await runRBench({ quick, log })) console.log(render(s)), sections.push(s);
-  if (only === "" || only === "grpc") for (const s of await runGrpcBench({ quick, log })) console.log(render(s)), sections.push(s);
-  if (only === "" || only === "networks") for (const s of await runNetworksBench({ quick, log })) console.log(render(s)), sections.push(s);
-  if (only === "" || only === "observe") for (const s of await runObserveBench({ quick, log })) console.log(render(s)), sections.push(s);
-  if (only === "" || only === "cluster") for (const s of await runClusterBench({ quick, log })) console.log(render(s)), sections.push(s);
-  if (only === "" || only === "quotas") for (const s of await runQuotasBench({ quick, log })) console.log(render(s)), sections.push(s);
-  if (only === "" || only === "peers") for (const s of await runPeersBench({ quick, log })) console.log(render(s)), sections.push(s);
-  if (only === "" || only === "transfers") for (const s of await runTransfersBench({ quick, log })) console.log(render(s)), sections.push(s);
+  if (only === "" || only === "r") show(await runRBench({ quick, log }));
+  if (only === "" || only === "grpc") show(await runGrpcBench({ quick, log }));
+  if (only === "" || only === "networks") show(await runNetworksBench({ quick, log }));
+  if (only === "" || only === "observe") show(await runObserveBench({ quick, log }));
+  if (only === "" || only === "cluster") show(await runClusterBench({ quick, log }));
+  if (only === "" || only === "quotas") show(await runQuotasBench({ quick, log }));
+  if (only === "" || only === "peers") show(await runPeersBench({ quick, log }));
+  if (only === "" || only === "transfers") show(await runTransfersBench({ quick, log }));
 } catch (e) {
   failed = true;
   if (!interrupted) console.error(e);
@@ -65,9 +73,13 @@ try {
   await cleanupAll();
 }
 const rAfter = rWorkerCount();
-log(`R worker processes (src/r/worker.R) on this machine: ${rBefore} before the run, ${rAfter} after${rAfter > rBefore ? " — some were left behind" : ""}.`);
+log(
+  `R worker processes (src/r/worker.R) on this machine: ${rBefore} before the run, ${rAfter} after${rAfter > rBefore ? " — some were left behind" : ""}.`,
+);
 const fails = sections.flatMap((s) => s.rows.filter((r) => r.verdict === "FAIL").map((r) => `${s.title}: ${r.figure}`));
-console.log(`\nTargets: ${sections.flatMap((s) => s.rows).filter((r) => r.verdict === "pass").length} pass, ${fails.length} fail${fails.length ? "\n  - " + fails.join("\n  - ") : ""}`);
+console.log(
+  `\nTargets: ${sections.flatMap((s) => s.rows).filter((r) => r.verdict === "pass").length} pass, ${fails.length} fail${fails.length ? `\n  - ${fails.join("\n  - ")}` : ""}`,
+);
 console.log(`Done in ${((performance.now() - started) / 1000).toFixed(0)} s.`);
 // Benchmarks report figures; only an error in the run itself makes the exit code non-zero.
 process.exit(failed ? 1 : 0);

@@ -80,7 +80,10 @@ export class PeakSampler {
   private peakValue: number;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly probe: () => number, everyMs = 50) {
+  constructor(
+    private readonly probe: () => number,
+    everyMs = 50,
+  ) {
     this.peakValue = probe();
     this.timer = setInterval(() => this.take(), everyMs);
   }

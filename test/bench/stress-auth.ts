@@ -29,8 +29,12 @@ export async function authFloodRows(log: (s: string) => void): Promise<Row[]> {
     const session = (await client.ok("POST", "/r/sessions", {}, 201)).body.toString("utf8");
     const id = (JSON.parse(session) as { id: string }).id;
     const evalOnce = async (): Promise<void> => {
-      const a = await client.request("POST", `/r/session/${id}/_eval`, { headers: { "content-type": "application/x-rscript", accept: "application/json" }, body: "1+1" });
-      if (a.status !== 200 || a.body.toString("utf8") !== "2") throw new Error(`eval answered ${a.status}: ${a.body.toString("utf8", 0, 300)}`);
+      const a = await client.request("POST", `/r/session/${id}/_eval`, {
+        headers: { "content-type": "application/x-rscript", accept: "application/json" },
+        body: "1+1",
+      });
+      if (a.status !== 200 || a.body.toString("utf8") !== "2")
+        throw new Error(`eval answered ${a.status}: ${a.body.toString("utf8", 0, 300)}`);
     };
 
     log(`auth flood: ${IDLE_EVALS} idle evals…`);
@@ -61,7 +65,12 @@ export async function authFloodRows(log: (s: string) => void): Promise<Row[]> {
         target: `≤ ${TARGET_RATIO}×`,
         verdict: verdict(ratio <= TARGET_RATIO),
       },
-      { figure: "REST eval 1+1 p95, same flood", value: ms(loaded.p95), reference: `idle ${ms(idle.p95)}`, ratio: times(loaded.p95 / idle.p95) },
+      {
+        figure: "REST eval 1+1 p95, same flood",
+        value: ms(loaded.p95),
+        reference: `idle ${ms(idle.p95)}`,
+        ratio: times(loaded.p95 / idle.p95),
+      },
       {
         figure: "bad logins answered 401 / 429 / other",
         value: `${count(401)} / ${count(429)} / ${other}`,
@@ -90,10 +99,21 @@ function startFlood(port: number): { readonly started: number; readonly done: Pr
 
 function badLogin(port: number, from: string, user: string): Promise<number> {
   return new Promise((resolve) => {
-    const req = http.request({ host: "127.0.0.1", port, localAddress: from, method: "GET", path: "/r/sessions", headers: { authorization: basic(user, "wrong") }, agent: false }, (res) => {
-      res.resume();
-      res.once("end", () => resolve(res.statusCode ?? 0));
-    });
+    const req = http.request(
+      {
+        host: "127.0.0.1",
+        port,
+        localAddress: from,
+        method: "GET",
+        path: "/r/sessions",
+        headers: { authorization: basic(user, "wrong") },
+        agent: false,
+      },
+      (res) => {
+        res.resume();
+        res.once("end", () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.once("error", () => resolve(0));
     req.end();
   });

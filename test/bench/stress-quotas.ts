@@ -57,7 +57,12 @@ export async function quotaStressRows(log: (line: string) => void): Promise<Row[
       target: "429, the message",
       verdict: verdict(ended.status === 429 && message === "R session ended: memory limit of 250 MiB reached"),
     });
-    rows.push({ figure: "… its neighbour's 1+1 meanwhile, p50 / p95", value: `${ms(p(seen, 0.5))} / ${ms(p(seen, 0.95))}`, target: "answers", verdict: verdict(seen.length === 200) });
+    rows.push({
+      figure: "… its neighbour's 1+1 meanwhile, p50 / p95",
+      value: `${ms(p(seen, 0.5))} / ${ms(p(seen, 0.95))}`,
+      target: "answers",
+      verdict: verdict(seen.length === 200),
+    });
     await http.request("DELETE", "/r/sessions");
 
     log("stress quotas: 20 sessions against the budget");
@@ -80,7 +85,12 @@ export async function quotaStressRows(log: (line: string) => void): Promise<Row[
     for (const id of busy) await evaluate(id, "for (i in 1:8) parallel::mcparallel(repeat {}); TRUE");
     const third = await open();
     const spun = await latencies(third, 200);
-    rows.push({ figure: "a third session's 1+1 beside 2 × 8 spinning processes, p50 / p95", value: `${ms(p(spun, 0.5))} / ${ms(p(spun, 0.95))}`, target: "p95 < 50 ms", verdict: verdict(p(spun, 0.95) < 50) });
+    rows.push({
+      figure: "a third session's 1+1 beside 2 × 8 spinning processes, p50 / p95",
+      value: `${ms(p(spun, 0.5))} / ${ms(p(spun, 0.95))}`,
+      target: "p95 < 50 ms",
+      verdict: verdict(p(spun, 0.95) < 50),
+    });
     await http.request("DELETE", "/r/sessions");
 
     if (hasCapability(SYS_ADMIN)) {
@@ -90,9 +100,24 @@ export async function quotaStressRows(log: (line: string) => void): Promise<Row[
       await http.request("DELETE", `/r/session/${first}`);
       const next = await open();
       const leftSeen = (await evaluate(next, "file.exists('/tmp/left-behind')")).body.toString("utf8");
-      rows.push({ figure: "a file the previous session left in /tmp, seen by the next", value: leftSeen, target: "false", verdict: verdict(leftSeen === "false") });
-      const out = (await evaluate(next, `tryCatch({ readLines(url('http://127.0.0.1:${server.port}/_info'), warn = FALSE); 'reached' }, error = function(e) 'refused')`)).body.toString("utf8");
-      rows.push({ figure: "r.sessionNetwork none: the service's own port on the host's loopback, from R", value: out, target: '"refused"', verdict: verdict(out === '"refused"') });
+      rows.push({
+        figure: "a file the previous session left in /tmp, seen by the next",
+        value: leftSeen,
+        target: "false",
+        verdict: verdict(leftSeen === "false"),
+      });
+      const out = (
+        await evaluate(
+          next,
+          `tryCatch({ readLines(url('http://127.0.0.1:${server.port}/_info'), warn = FALSE); 'reached' }, error = function(e) 'refused')`,
+        )
+      ).body.toString("utf8");
+      rows.push({
+        figure: "r.sessionNetwork none: the service's own port on the host's loopback, from R",
+        value: out,
+        target: '"refused"',
+        verdict: verdict(out === '"refused"'),
+      });
     }
   } finally {
     http.agent.destroy();

@@ -35,7 +35,10 @@ class Bench {
   private readonly http: HttpClient;
   private readonly baseline: number;
 
-  constructor(readonly server: ServerProcess, private readonly id: string) {
+  constructor(
+    readonly server: ServerProcess,
+    private readonly id: string,
+  ) {
     this.http = new HttpClient(server.port, USER);
     this.baseline = server.rss();
   }
@@ -53,7 +56,10 @@ class Bench {
   }
 
   async eval(script: string, accept: string): Promise<Buffer> {
-    const a = await this.http.request("POST", `/r/session/${this.id}/_eval`, { headers: { "content-type": RSCRIPT, accept }, body: script });
+    const a = await this.http.request("POST", `/r/session/${this.id}/_eval`, {
+      headers: { "content-type": RSCRIPT, accept },
+      body: script,
+    });
     if (a.status !== 200) throw new Error(`eval answered ${a.status}: ${a.body.toString("utf8", 0, 300)}`);
     return a.body;
   }
@@ -120,9 +126,24 @@ function rows(what: string, rWhat: string, m: Measured): Row[] {
   const rssTarget = 2.5 * m.bytes;
   const transport = MB / (m.seconds - m.rSeconds);
   return [
-    { figure: `${what}: end to end`, value: `${ms(m.seconds * 1000)}, ${mbps(MB / m.seconds)}`, reference: `${rWhat} ${ms(m.rSeconds * 1000)}`, ratio: times(m.seconds / m.rSeconds) },
-    { figure: `${what}: beyond R (end to end − R alone)`, value: mbps(transport), target: `≥ ${TARGET_MBPS} MB/s`, verdict: verdict(transport >= TARGET_MBPS) },
-    { figure: `${what}: server RSS growth`, value: `+${mib(m.rssGrowth)}`, target: `< ${mib(rssTarget)}`, verdict: verdict(m.rssGrowth < rssTarget) },
+    {
+      figure: `${what}: end to end`,
+      value: `${ms(m.seconds * 1000)}, ${mbps(MB / m.seconds)}`,
+      reference: `${rWhat} ${ms(m.rSeconds * 1000)}`,
+      ratio: times(m.seconds / m.rSeconds),
+    },
+    {
+      figure: `${what}: beyond R (end to end − R alone)`,
+      value: mbps(transport),
+      target: `≥ ${TARGET_MBPS} MB/s`,
+      verdict: verdict(transport >= TARGET_MBPS),
+    },
+    {
+      figure: `${what}: server RSS growth`,
+      value: `+${mib(m.rssGrowth)}`,
+      target: `< ${mib(rssTarget)}`,
+      verdict: verdict(m.rssGrowth < rssTarget),
+    },
   ];
 }
 

@@ -44,5 +44,7 @@ try {
   await cleanupAll();
 }
 const fails = sections.flatMap((s) => s.rows.filter((r) => r.verdict === "FAIL").map((r) => `${s.title}: ${r.figure}`));
-console.log(`\nTargets: ${sections.flatMap((s) => s.rows).filter((r) => r.verdict === "pass").length} pass, ${fails.length} fail${fails.length ? "\n  - " + fails.join("\n  - ") : ""}`);
+console.log(
+  `\nTargets: ${sections.flatMap((s) => s.rows).filter((r) => r.verdict === "pass").length} pass, ${fails.length} fail${fails.length ? `\n  - ${fails.join("\n  - ")}` : ""}`,
+);
 process.exit(failed ? 1 : 0);

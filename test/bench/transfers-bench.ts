@@ -53,7 +53,9 @@ export async function runTransfersBench(o: TransfersBenchOptions): Promise<Secti
   const bytes = (o.quick ? 100 : 1024) * 1024 * 1024;
   const rounds = 3;
   const s = section(`File transfers with curl: ${mib(bytes)} over loopback, this server vs nginx-light vs a bare node:http server`);
-  const missing = (await ensureDebian("curl", ["curl"], () => hasCommand("curl"))) ?? (await ensureDebian("nginx", ["nginx-light"], () => hasCommand("nginx")));
+  const missing =
+    (await ensureDebian("curl", ["curl"], () => hasCommand("curl"))) ??
+    (await ensureDebian("nginx", ["nginx-light"], () => hasCommand("nginx")));
   if (missing) {
     s.notes.push(`skipped: ${missing}`);
     return [s];
@@ -69,9 +71,11 @@ export async function runTransfersBench(o: TransfersBenchOptions): Promise<Secti
     const src = join(dir, "big.bin");
     const block = randomBytes(1024 * 1024);
     await pipeline(
-      Readable.from((function* () {
-        for (let n = 0; n < bytes; n += block.length) yield block;
-      })()),
+      Readable.from(
+        (function* () {
+          for (let n = 0; n < bytes; n += block.length) yield block;
+        })(),
+      ),
       createWriteStream(src),
     );
     const www = join(dir, "www");
@@ -85,7 +89,11 @@ export async function runTransfersBench(o: TransfersBenchOptions): Promise<Secti
     const id = (JSON.parse((await http.ok("POST", "/r/sessions", {}, 201)).body.toString("utf8")) as { id: string }).id;
     const rock = `http://127.0.0.1:${server.port}/r/session/${id}`;
     const auth = ["-u", `${USER}:${USER}`];
-    const unlink = (name: string) => http!.ok("POST", `/r/session/${id}/_eval`, { headers: { "content-type": "application/x-rscript", accept: "application/json" }, body: `unlink("${name}"); NULL` });
+    const unlink = (name: string) =>
+      http!.ok("POST", `/r/session/${id}/_eval`, {
+        headers: { "content-type": "application/x-rscript", accept: "application/json" },
+        body: `unlink("${name}"); NULL`,
+      });
     const stored = (body: string) => {
       const size = Number((JSON.parse(body) as { size: number | string }).size);
       if (size !== bytes) throw new Error(`upload stored ${size} bytes, expected ${bytes}`);
@@ -110,7 +118,12 @@ export async function runTransfersBench(o: TransfersBenchOptions): Promise<Secti
       { peer: "node", args: ["-F", `file=@${src}`, `${floor.url}/`], after: floorUpload },
     ];
     const raw: Transfer[] = [
-      { peer: "rock", args: ["-T", src, "-X", "POST", "-H", "content-type: application/octet-stream", ...auth, `${rock}/_upload?path=up.bin`], check: stored, after: () => unlink("up.bin") },
+      {
+        peer: "rock",
+        args: ["-T", src, "-X", "POST", "-H", "content-type: application/octet-stream", ...auth, `${rock}/_upload?path=up.bin`],
+        check: stored,
+        after: () => unlink("up.bin"),
+      },
       { peer: "node", args: ["-T", src, `${floor.url}/`], after: floorUpload },
     ];
     const pids: Record<Peer, () => number[]> = { rock: () => [server!.pid], nginx: () => nginx!.pids(), node: () => [floor!.pid] };
@@ -130,12 +143,22 @@ export async function runTransfersBench(o: TransfersBenchOptions): Promise<Secti
     // nginx's first request) is milliseconds; and the upload above already ran this server's path once.
 
     const discarded = downloads.map(discard);
-    const got = { down: new Map<Peer, Measured[]>(), discarded: new Map<Peer, Measured[]>(), multipart: new Map<Peer, Measured[]>(), raw: new Map<Peer, Measured[]>() };
+    const got = {
+      down: new Map<Peer, Measured[]>(),
+      discarded: new Map<Peer, Measured[]>(),
+      multipart: new Map<Peer, Measured[]>(),
+      raw: new Map<Peer, Measured[]>(),
+    };
     for (let r = 0; r < rounds; r++) {
       o.log(`transfers: round ${r + 1} of ${rounds}…`);
       // Each peer goes first in one round of three: a slow minute of this shared VM is spread alike.
       const turn = <T>(xs: T[]) => xs.map((_, i) => xs[(i + r) % xs.length]!);
-      for (const [kind, list, what] of [["down", downloads, "download"], ["discarded", discarded, "download"], ["multipart", multipart, "upload"], ["raw", raw, "upload"]] as const) {
+      for (const [kind, list, what] of [
+        ["down", downloads, "download"],
+        ["discarded", discarded, "download"],
+        ["multipart", multipart, "upload"],
+        ["raw", raw, "upload"],
+      ] as const) {
         for (const t of turn([...list])) {
           const m = await measure(t, what);
           const xs = got[kind].get(t.peer) ?? [];
@@ -149,22 +172,64 @@ export async function runTransfersBench(o: TransfersBenchOptions): Promise<Secti
     const rate = (kind: keyof typeof got, peer: Peer) => med(kind, peer, (m) => m.mbps);
     const perGiB = (kind: keyof typeof got, peer: Peer) => `${med(kind, peer, (m) => (m.cpuSeconds * 2 ** 30) / bytes).toFixed(2)} s`;
     const largest = (kind: keyof typeof got) => Math.max(...(got[kind].get("rock") ?? []).map((m) => m.rssGrowth));
-    const target = (ours: number, ref: number) => ({ ratio: times(ours / ref), target: "≥ 0.8× nginx", verdict: verdict(ours >= 0.8 * ref) });
+    const target = (ours: number, ref: number) => ({
+      ratio: times(ours / ref),
+      target: "≥ 0.8× nginx",
+      verdict: verdict(ours >= 0.8 * ref),
+    });
     const bare = (kind: keyof typeof got, ref: number) => `bare node:http ${mbps(rate(kind, "node"))} (${times(rate(kind, "node") / ref)})`;
     const down = { rock: rate("down", "rock"), nginx: rate("down", "nginx") };
     const put = rate("multipart", "nginx");
     const limit = 64 * 1024 * 1024;
     const [downGrowth, upGrowth] = [Math.max(largest("down"), largest("discarded")), Math.max(largest("multipart"), largest("raw"))];
     s.rows.push(
-      { figure: "download (curl -o file)", value: mbps(down.rock), reference: `nginx sendfile ${mbps(down.nginx)}; ${bare("down", down.nginx)}`, ...target(down.rock, down.nginx) },
-      { figure: "download (curl -o /dev/null)", value: mbps(rate("discarded", "rock")), reference: `nginx sendfile ${mbps(rate("discarded", "nginx"))}; ${bare("discarded", rate("discarded", "nginx"))}`, ...target(rate("discarded", "rock"), rate("discarded", "nginx")) },
-      { figure: "upload, multipart (curl -F)", value: mbps(rate("multipart", "rock")), reference: `nginx WebDAV PUT ${mbps(put)}; ${bare("multipart", put)}`, ...target(rate("multipart", "rock"), put) },
-      { figure: "upload, raw body (curl -T, POST)", value: mbps(rate("raw", "rock")), reference: `nginx WebDAV PUT ${mbps(put)}; ${bare("raw", put)}`, ...target(rate("raw", "rock"), put) },
-      { figure: "server CPU per GiB, download", value: perGiB("down", "rock"), reference: `nginx ${perGiB("down", "nginx")}; bare node:http ${perGiB("down", "node")}` },
-      { figure: "server CPU per GiB, upload multipart / raw", value: `${perGiB("multipart", "rock")} / ${perGiB("raw", "rock")}`, reference: `nginx PUT ${perGiB("multipart", "nginx")}; bare node:http ${perGiB("multipart", "node")} / ${perGiB("raw", "node")}` },
+      {
+        figure: "download (curl -o file)",
+        value: mbps(down.rock),
+        reference: `nginx sendfile ${mbps(down.nginx)}; ${bare("down", down.nginx)}`,
+        ...target(down.rock, down.nginx),
+      },
+      {
+        figure: "download (curl -o /dev/null)",
+        value: mbps(rate("discarded", "rock")),
+        reference: `nginx sendfile ${mbps(rate("discarded", "nginx"))}; ${bare("discarded", rate("discarded", "nginx"))}`,
+        ...target(rate("discarded", "rock"), rate("discarded", "nginx")),
+      },
+      {
+        figure: "upload, multipart (curl -F)",
+        value: mbps(rate("multipart", "rock")),
+        reference: `nginx WebDAV PUT ${mbps(put)}; ${bare("multipart", put)}`,
+        ...target(rate("multipart", "rock"), put),
+      },
+      {
+        figure: "upload, raw body (curl -T, POST)",
+        value: mbps(rate("raw", "rock")),
+        reference: `nginx WebDAV PUT ${mbps(put)}; ${bare("raw", put)}`,
+        ...target(rate("raw", "rock"), put),
+      },
+      {
+        figure: "server CPU per GiB, download",
+        value: perGiB("down", "rock"),
+        reference: `nginx ${perGiB("down", "nginx")}; bare node:http ${perGiB("down", "node")}`,
+      },
+      {
+        figure: "server CPU per GiB, upload multipart / raw",
+        value: `${perGiB("multipart", "rock")} / ${perGiB("raw", "rock")}`,
+        reference: `nginx PUT ${perGiB("multipart", "nginx")}; bare node:http ${perGiB("multipart", "node")} / ${perGiB("raw", "node")}`,
+      },
       { figure: "server RSS before the transfers", value: mib(baseline) },
-      { figure: "server RSS growth, download (largest)", value: `+${mib(downGrowth)}`, target: `< ${mib(limit)}`, verdict: verdict(downGrowth < limit) },
-      { figure: "server RSS growth, upload (largest)", value: `+${mib(upGrowth)}`, target: `< ${mib(limit)}`, verdict: verdict(upGrowth < limit) },
+      {
+        figure: "server RSS growth, download (largest)",
+        value: `+${mib(downGrowth)}`,
+        target: `< ${mib(limit)}`,
+        verdict: verdict(downGrowth < limit),
+      },
+      {
+        figure: "server RSS growth, upload (largest)",
+        value: `+${mib(upGrowth)}`,
+        target: `< ${mib(limit)}`,
+        verdict: verdict(upGrowth < limit),
+      },
     );
     s.notes.push(
       `Medians of ${rounds} rounds; each round runs the downloads (to a file, then to /dev/null), the multipart uploads and the raw uploads, each peer first in turn. MB = 10^6 bytes; rate = size / curl's time_total; the source file is in the page cache; a download is written to a file (removed after), every upload to a new file (removed after).`,
@@ -172,7 +237,9 @@ export async function runTransfersBench(o: TransfersBenchOptions): Promise<Secti
     s.notes.push(
       "nginx: Debian's nginx-light, worker_processes auto, sendfile on, tcp_nopush on, WebDAV PUT into a folder on the same file system (the body goes to a temporary file, then is renamed). bare node:http = test/bench/file-floor-server.ts: busboy to a file for multipart, the body piped to a file for PUT, 1 MiB reads to the socket, no auth, checks, staging or uid.",
     );
-    s.notes.push("CPU = utime + stime from /proc of the server process (nginx: master and workers) over one transfer, median over the rounds; RSS = VmRSS of this server's process every 50 ms, R sessions not included; growth = peak during a transfer - just before it.");
+    s.notes.push(
+      "CPU = utime + stime from /proc of the server process (nginx: master and workers) over one transfer, median over the rounds; RSS = VmRSS of this server's process every 50 ms, R sessions not included; growth = peak during a transfer - just before it.",
+    );
   } finally {
     http?.close();
     await floor?.stop();
@@ -185,14 +252,21 @@ export async function runTransfersBench(o: TransfersBenchOptions): Promise<Secti
 
 /** Runs curl; curl's own time_total of the transfer (s). Fails on anything but a 2xx of the full size. */
 async function curl(args: string[], bytes: number, what: "download" | "upload", check?: (body: string) => void): Promise<number> {
-  const { stdout } = await run("curl", ["-sS", "-w", "\n%{http_code} %{time_total} %{size_download} %{size_upload}", ...args], { maxBuffer: 1 << 20, timeout: 10 * 60_000 });
+  const { stdout } = await run("curl", ["-sS", "-w", "\n%{http_code} %{time_total} %{size_download} %{size_upload}", ...args], {
+    maxBuffer: 1 << 20,
+    timeout: 10 * 60_000,
+  });
   const nl = stdout.lastIndexOf("\n");
-  const [code, total, down, up] = stdout.slice(nl + 1).split(" ").map(Number) as [number, number, number, number];
+  const [code, total, down, up] = stdout
+    .slice(nl + 1)
+    .split(" ")
+    .map(Number) as [number, number, number, number];
   const body = stdout.slice(0, nl);
   if (code < 200 || code > 299) throw new Error(`curl ${args.at(-1)} answered ${code}: ${body.slice(0, 300)}`);
   const moved = what === "download" ? down : up;
   // A multipart body is the file plus its part headers.
-  if (moved < bytes || (what === "download" && moved !== bytes)) throw new Error(`curl ${args.at(-1)}: ${moved} bytes moved, expected ${bytes}`);
+  if (moved < bytes || (what === "download" && moved !== bytes))
+    throw new Error(`curl ${args.at(-1)}: ${moved} bytes moved, expected ${bytes}`);
   check?.(body);
   return total;
 }
@@ -256,7 +330,10 @@ http {
 }
 `,
   );
-  const child: ChildProcess = spawn("nginx", ["-e", temp("error.log"), "-p", dir, "-c", conf], { detached: true, stdio: ["ignore", "ignore", "pipe"] });
+  const child: ChildProcess = spawn("nginx", ["-e", temp("error.log"), "-p", dir, "-c", conf], {
+    detached: true,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   let log = "";
   child.stderr?.setEncoding("utf8");
   child.stderr?.on("data", (t: string) => (log = (log + t).slice(-2000)));
@@ -297,5 +374,14 @@ http {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  return { url, pids: () => [pid, ...processes().filter((p) => p.ppid === pid).map((p) => p.pid)], stop };
+  return {
+    url,
+    pids: () => [
+      pid,
+      ...processes()
+        .filter((p) => p.ppid === pid)
+        .map((p) => p.pid),
+    ],
+    stop,
+  };
 }

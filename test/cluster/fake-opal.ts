@@ -89,7 +89,10 @@ export class FakeOpal {
   private async callBack(server: string): Promise<string | undefined> {
     const authorization = `Basic ${Buffer.from(`${this.manager.name}:${this.manager.password}`).toString("base64")}`;
     try {
-      const got = await fetch(`${server}/rserver`, { headers: { authorization, accept: "application/json" }, signal: AbortSignal.timeout(5000) });
+      const got = await fetch(`${server}/rserver`, {
+        headers: { authorization, accept: "application/json" },
+        signal: AbortSignal.timeout(5000),
+      });
       this.callbacks.push(`GET ${got.status}`);
       if (!got.ok) return undefined;
       const status = (await got.json()) as { cluster: string; running: boolean };

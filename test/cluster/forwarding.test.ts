@@ -13,7 +13,13 @@ const CATALOG_USERS = "admin:admin:administrator,manager,catalog-administrator;u
 async function pair(): Promise<[RockProcess, RockProcess]> {
   const [pa, pb] = [await freePort(), await freePort()];
   const peers = `node-a=http://127.0.0.1:${pa},node-b=http://127.0.0.1:${pb}`;
-  const env = (id: string) => ({ ROCK_ID: id, ROCK_PEERS: peers, ROCK_CATALOG_NODE: "node-a", ROCK_USERS: CATALOG_USERS, ROCK_R_SPARE_SESSIONS: "1" });
+  const env = (id: string) => ({
+    ROCK_ID: id,
+    ROCK_PEERS: peers,
+    ROCK_CATALOG_NODE: "node-a",
+    ROCK_USERS: CATALOG_USERS,
+    ROCK_R_SPARE_SESSIONS: "1",
+  });
   const a = await spawnRock(env("node-a"), { port: pa });
   const b = await spawnRock(env("node-b"), { port: pb });
   await Promise.all([untilAnswers(a.url, "/_check", 200), untilAnswers(b.url, "/_check", 200)]);
@@ -51,19 +57,29 @@ describe("cluster: a node passes a call on to the node that holds its session", 
     const evaluated = await rest(b.url, "POST", `/r/session/${id}/_eval`, { ...script, body: "x + 2" });
     expect(evaluated.status, evaluated.text).to.equal(200);
     expect(evaluated.text).to.equal("42");
-    const rds = await rest(b.url, "POST", `/r/session/${id}/_eval`, { ...as("user"), headers: { "content-type": "application/x-rscript", accept: "application/octet-stream" }, body: "x" });
+    const rds = await rest(b.url, "POST", `/r/session/${id}/_eval`, {
+      ...as("user"),
+      headers: { "content-type": "application/x-rscript", accept: "application/octet-stream" },
+      body: "x",
+    });
     expect(rds.headers.get("content-type")).to.equal("application/octet-stream");
     expect(rds.bytes.subarray(0, 2).toString()).to.equal("X\n");
     const session = await rest(b.url, "GET", `/r/session/${id}`, as("user"));
     expect(session.json<{ id: string }>().id).to.equal(id);
     const form = new FormData();
     form.set("file", new Blob(["hello across nodes"]), "greeting.txt");
-    const up = await fetch(`${b.url}/r/session/${id}/_upload`, { method: "POST", headers: { authorization: `Basic ${Buffer.from("user:user").toString("base64")}` }, body: form });
+    const up = await fetch(`${b.url}/r/session/${id}/_upload`, {
+      method: "POST",
+      headers: { authorization: `Basic ${Buffer.from("user:user").toString("base64")}` },
+      body: form,
+    });
     expect(up.status, await up.clone().text()).to.equal(200);
     const down = await rest(b.url, "GET", `/r/session/${id}/_download?path=greeting.txt`, as("user"));
     expect(down.text).to.equal("hello across nodes");
     // What node-a holds is what node-b read.
-    expect((await rest(a.url, "POST", `/r/session/${id}/_eval`, { ...script, body: "readLines('greeting.txt')" })).text).to.equal('"hello across nodes"');
+    expect((await rest(a.url, "POST", `/r/session/${id}/_eval`, { ...script, body: "readLines('greeting.txt')" })).text).to.equal(
+      '"hello across nodes"',
+    );
   });
 
   it("serves gRPC and Connect calls of node-a's session through node-b, streams included", async () => {
@@ -84,7 +100,13 @@ describe("cluster: a node passes a call on to the node that holds its session", 
     const before = a.log().split("\n").length;
     const other = await rest(b.url, "GET", `/r/session/${id}`, { user: "admin", password: "wrong" });
     expect(other.status).to.equal(401);
-    expect(a.log().split("\n").slice(before - 1).join("\n")).to.not.include("GetSession");
+    expect(
+      a
+        .log()
+        .split("\n")
+        .slice(before - 1)
+        .join("\n"),
+    ).to.not.include("GetSession");
   });
 
   it("serves the catalogue of node-a through node-b (REST and gRPC), node-b keeping none", async () => {
@@ -102,13 +124,21 @@ describe("cluster: a node passes a call on to the node that holds its session", 
 
   it("answers 503 / UNAVAILABLE saying that the node holding the session cannot be reached, never 404, once it is gone", async () => {
     await a.kill();
-    const gone = await rest(b.url, "POST", `/r/session/${id}/_eval`, { ...as("user"), headers: { "content-type": "application/x-rscript" }, body: "1" });
+    const gone = await rest(b.url, "POST", `/r/session/${id}/_eval`, {
+      ...as("user"),
+      headers: { "content-type": "application/x-rscript" },
+      body: "1",
+    });
     expect(gone.status, gone.text).to.equal(503);
-    expect(gone.json<{ message: string }>().message).to.match(new RegExp(`R session ${id} is held by node node-a \\(http://127.0.0.1:\\d+\\), which cannot be reached now`));
-    const error = await connectClient(RService, b.port, "grpc", "user").eval({ id, script: rscript("1") }).then(
-      () => undefined,
-      (e: unknown) => ConnectError.from(e),
+    expect(gone.json<{ message: string }>().message).to.match(
+      new RegExp(`R session ${id} is held by node node-a \\(http://127.0.0.1:\\d+\\), which cannot be reached now`),
     );
+    const error = await connectClient(RService, b.port, "grpc", "user")
+      .eval({ id, script: rscript("1") })
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
     expect(error?.code).to.equal(Code.Unavailable);
     expect(error?.rawMessage).to.include("held by node node-a");
     // A session of its own still works on node-b.
@@ -138,7 +168,15 @@ describe("cluster: a peer that never answers", function () {
     await new Promise<void>((resolve) => silent!.listen(0, "127.0.0.1", resolve));
     const port = await freePort();
     const silentUrl = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
-    node = await spawnRock({ ROCK_ID: "node-a", ROCK_PEERS: `node-a=http://127.0.0.1:${port},node-z=${silentUrl}`, ROCK_USERS: CATALOG_USERS, ROCK_R_SPARE_SESSIONS: "0" }, { port });
+    node = await spawnRock(
+      {
+        ROCK_ID: "node-a",
+        ROCK_PEERS: `node-a=http://127.0.0.1:${port},node-z=${silentUrl}`,
+        ROCK_USERS: CATALOG_USERS,
+        ROCK_R_SPARE_SESSIONS: "0",
+      },
+      { port },
+    );
     await untilAnswers(node.url, "/_check", 200);
     const id = (await rest(node.url, "POST", "/r/sessions", as("user"))).json<{ id: string }>().id;
     const t = Date.now();

@@ -42,7 +42,9 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
   let lbPort: number;
 
   const startNode = async (id: string): Promise<RockProcess> => {
-    const node = await spawnRock((port) => ({ ...clusterEnv(vars), ROCK_ID: id, ROCK_SERVER: `http://127.0.0.1:${port}` }), { port: ports[id]! });
+    const node = await spawnRock((port) => ({ ...clusterEnv(vars), ROCK_ID: id, ROCK_SERVER: `http://127.0.0.1:${port}` }), {
+      port: ports[id]!,
+    });
     nodes[id] = node;
     await untilAnswers(node.url, "/_check", 200);
     return node;
@@ -58,7 +60,10 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
       ROCK_NODE3_ADDR: `127.0.0.1:${ports.node3}`,
     };
     await Promise.all(NODES.map(startNode));
-    haproxy = spawn("haproxy", ["-f", join(ROOT, "deploy/haproxy.cfg"), "-db"], { env: { ...process.env, ...vars }, stdio: ["ignore", "ignore", "pipe"] });
+    haproxy = spawn("haproxy", ["-f", join(ROOT, "deploy/haproxy.cfg"), "-db"], {
+      env: { ...process.env, ...vars },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     let said = "";
     haproxy.stderr?.setEncoding("utf8").on("data", (t: string) => (said += t));
     lb = `http://127.0.0.1:${lbPort}`;
@@ -88,7 +93,11 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
   it("serves every session's calls through HAProxy, whichever node gets them: REST, Connect-ES over gRPC, grpc-js, buf curl", async () => {
     const grpc = connectClient(RService, lbPort, "grpc", "admin");
     for (const id of sessions) {
-      const evaluated = await rest(lb, "POST", `/r/session/${id}/_eval`, { ...admin, headers: { "content-type": "application/x-rscript", accept: "application/json" }, body: "Sys.getpid() > 0" });
+      const evaluated = await rest(lb, "POST", `/r/session/${id}/_eval`, {
+        ...admin,
+        headers: { "content-type": "application/x-rscript", accept: "application/json" },
+        body: "Sys.getpid() > 0",
+      });
       expect(evaluated.text, `${id} over REST`).to.equal("true");
       for (let i = 0; i < 3; i++) {
         const answer = await grpc.eval({ id, script: rscript("1+1"), accept: "application/json" });
@@ -99,15 +108,34 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
     const grpcJs = grpcClients(lbPort);
     try {
       for (const id of sessions) {
-        const answer = await call<EvalResponse>((cb) => grpcJs.r.eval({ id, async: false, script: { contentType: "application/x-rscript", data: Buffer.from("3*3"), extensions: [] }, accept: "application/json" }, metadataFor("admin", "admin"), cb));
+        const answer = await call<EvalResponse>((cb) =>
+          grpcJs.r.eval(
+            {
+              id,
+              async: false,
+              script: { contentType: "application/x-rscript", data: Buffer.from("3*3"), extensions: [] },
+              accept: "application/json",
+            },
+            metadataFor("admin", "admin"),
+            cb,
+          ),
+        );
         expect(answer.value?.data.toString(), `${id} over grpc-js`).to.equal("9");
       }
     } finally {
       grpcJs.close();
     }
     const buf = await execa(join(ROOT, "node_modules/.bin/buf"), [
-      "curl", "--http2-prior-knowledge", "-H", `Authorization: Basic ${Buffer.from("admin:admin").toString("base64")}`,
-      "-d", JSON.stringify({ id: sessions[0], script: { contentType: "application/x-rscript", data: Buffer.from("6*7").toString("base64") }, accept: "application/json" }),
+      "curl",
+      "--http2-prior-knowledge",
+      "-H",
+      `Authorization: Basic ${Buffer.from("admin:admin").toString("base64")}`,
+      "-d",
+      JSON.stringify({
+        id: sessions[0],
+        script: { contentType: "application/x-rscript", data: Buffer.from("6*7").toString("base64") },
+        accept: "application/json",
+      }),
       `${lb}/rock.r.v1.RService/Eval`,
     ]);
     expect(Buffer.from((JSON.parse(buf.stdout) as { value: { data: string } }).value.data, "base64").toString()).to.equal("42");
@@ -123,7 +151,8 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
       timeout: 120_000,
     });
     expect(r.exitCode, r.stdout + r.stderr).to.equal(0);
-    for (const check of ["eval raw", "sessions lists it", "command result", "download gives the same bytes", "close"]) expect(r.stdout).to.include(`ok ${check}`);
+    for (const check of ["eval raw", "sessions lists it", "command result", "download gives the same bytes", "close"])
+      expect(r.stdout).to.include(`ok ${check}`);
   });
 
   it("stops sending new sessions to a node killed with SIGKILL within 10 s; the others' keep answering, the dead one's get a clear error", async () => {
@@ -139,10 +168,18 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
     expect(Date.now() - killedAt).to.be.lessThan(15_000);
     expect(fresh.map(nodeOf)).to.not.include("node2");
     for (const id of alive) {
-      const answer = await rest(lb, "POST", `/r/session/${id}/_eval`, { ...admin, headers: { "content-type": "application/x-rscript" }, body: "1" });
+      const answer = await rest(lb, "POST", `/r/session/${id}/_eval`, {
+        ...admin,
+        headers: { "content-type": "application/x-rscript" },
+        body: "1",
+      });
       expect(answer.status, `${id}: ${answer.text}`).to.equal(200);
     }
-    const lost = await rest(lb, "POST", `/r/session/${dead[0]}/_eval`, { ...admin, headers: { "content-type": "application/x-rscript" }, body: "1" });
+    const lost = await rest(lb, "POST", `/r/session/${dead[0]}/_eval`, {
+      ...admin,
+      headers: { "content-type": "application/x-rscript" },
+      body: "1",
+    });
     expect(lost.status, lost.text).to.equal(503);
     expect(lost.json<{ message: string }>().message).to.include(`is held by node node2`).and.include("cannot be reached");
     const overGrpc = await connectClient(RService, lbPort, "grpc", "admin")

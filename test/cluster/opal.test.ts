@@ -203,8 +203,12 @@ describe("cluster: a compose file written for Rock's container", function () {
       await until(() => opal.apps.size === 1, 15_000, "registered with the manager of ROCK_MANAGER_*");
       const info = (await (await fetch(`${server.url}/_info`)).json()) as { id: string; server: string };
       expect(info).to.include({ id: "rock-compose", server: server.url });
-      const warnings = logged(server, /./).filter((l) => l.level === "warn").map((l) => String(l.msg));
-      expect(warnings.some((w) => w.startsWith("ROCK_CONSUL_SERVER, ROCK_CONSUL_TOKEN: Consul registration (Rock 1.x) is not done"))).to.equal(true);
+      const warnings = logged(server, /./)
+        .filter((l) => l.level === "warn")
+        .map((l) => String(l.msg));
+      expect(
+        warnings.some((w) => w.startsWith("ROCK_CONSUL_SERVER, ROCK_CONSUL_TOKEN: Consul registration (Rock 1.x) is not done")),
+      ).to.equal(true);
       // spawnRock sets ROCK_DATA_DIR, which wins over ROCK_HOME.
       expect(warnings.some((w) => w.startsWith("ROCK_HOME (/srv) is not used"))).to.equal(true);
       expect(server.log()).to.not.include("consul-token");

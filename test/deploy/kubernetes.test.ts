@@ -16,7 +16,9 @@ const DIR = join(ROOT, "deploy/kubernetes");
 function manifests(): Array<{ file: string; doc: Record<string, unknown> }> {
   return readdirSync(DIR)
     .filter((f) => f.endsWith(".yaml"))
-    .flatMap((file) => parseAllDocuments(readFileSync(join(DIR, file), "utf8")).map((d) => ({ file, doc: d.toJSON() as Record<string, unknown> })));
+    .flatMap((file) =>
+      parseAllDocuments(readFileSync(join(DIR, file), "utf8")).map((d) => ({ file, doc: d.toJSON() as Record<string, unknown> })),
+    );
 }
 
 /** The model of the Kubernetes API schema for each kind the manifests use (kubernetes-models validates against it). */
@@ -52,9 +54,14 @@ describe("deploy/kubernetes: the manifests", () => {
   });
 
   describe("the StatefulSet", () => {
-    const set = () => manifests().find((d) => d.doc.kind === "StatefulSet")!.doc as {
-      spec: { replicas: number; serviceName: string; template: { spec: { terminationGracePeriodSeconds: number; containers: Container[] } } };
-    };
+    const set = () =>
+      manifests().find((d) => d.doc.kind === "StatefulSet")!.doc as {
+        spec: {
+          replicas: number;
+          serviceName: string;
+          template: { spec: { terminationGracePeriodSeconds: number; containers: Container[] } };
+        };
+      };
     const container = () => set().spec.template.spec.containers[0]!;
     const env = () => Object.fromEntries(container().env.map((e) => [e.name, e.value ?? "(from the API)"]));
 
@@ -80,7 +87,12 @@ describe("deploy/kubernetes: the manifests", () => {
     });
 
     it("sets only variables this server knows, with values it takes", () => {
-      const values = { ...env(), ROCK_ID: "rock-1", ROCK_SERVER: "http://rock-1.rock-nodes.default.svc.cluster.local:8085", ROCK_USERS: "admin:x:administrator" };
+      const values = {
+        ...env(),
+        ROCK_ID: "rock-1",
+        ROCK_SERVER: "http://rock-1.rock-nodes.default.svc.cluster.local:8085",
+        ROCK_USERS: "admin:x:administrator",
+      };
       const rock = Object.fromEntries(Object.entries(values).filter(([k]) => k.startsWith("ROCK_")));
       const config = loadConfig(undefined, rock);
       expect(config.node.id).to.equal("rock-1");

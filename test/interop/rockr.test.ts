@@ -14,7 +14,10 @@ async function runRockr(server: TestServer, part: string, env: Record<string, st
     reject: false,
     timeout: 120_000,
   });
-  const checks = r.stdout.split("\n").filter((l) => l.startsWith("ok ")).map((l) => l.slice(3).trim());
+  const checks = r.stdout
+    .split("\n")
+    .filter((l) => l.startsWith("ok "))
+    .map((l) => l.slice(3).trim());
   return { ...r, checks };
 }
 

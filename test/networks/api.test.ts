@@ -61,21 +61,36 @@ describe("NetworkService over REST and gRPC", function () {
   }
 
   /** The gRPC status code of a call (0 on success). */
-  function grpcCode(start: (md: grpcJs.Metadata, cb: (err: grpcJs.ServiceError | null) => void) => unknown, user?: string): Promise<number> {
+  function grpcCode(
+    start: (md: grpcJs.Metadata, cb: (err: grpcJs.ServiceError | null) => void) => unknown,
+    user?: string,
+  ): Promise<number> {
     return new Promise((resolve) => start(metadataFor(user), (err) => resolve(err ? err.code : GRPC.OK)));
   }
 
   describe("REST successes", () => {
     it("creates: 201, Location, and the full network exactly as §2.1", async () => {
       const res = await expectStatus("POST", "/ws/draft/networks", "editor", 201, {
-        name: [{ lang: "fr", value: "Réseau Santé Été" }, { lang: "en", value: "Health Network" }, { lang: "de", value: "" }],
+        name: [
+          { lang: "fr", value: "Réseau Santé Été" },
+          { lang: "en", value: "Health Network" },
+          { lang: "de", value: "" },
+        ],
         acronym: [{ lang: "en", value: "HN" }],
         description: [{ lang: "en", value: "<p>About</p>" }],
         content: ' {"country": "CA", "size": [1, 2]} ',
         studyIds: ["s1", "s2"],
         studySummaries: [{ id: "s1", n: 2 }],
         memberships: [{ role: "contact", person: "x" }],
-        logo: { id: "l1", fileName: "logo.png", type: "png", lang: "en", size: 12, md5: "abc", timestamps: { created: "2026-01-02T03:04:05.678Z" } },
+        logo: {
+          id: "l1",
+          fileName: "logo.png",
+          type: "png",
+          lang: "en",
+          size: 12,
+          md5: "abc",
+          timestamps: { created: "2026-01-02T03:04:05.678Z" },
+        },
         // Server-managed fields are ignored on input.
         published: true,
         permissions: { view: false },
@@ -85,7 +100,10 @@ describe("NetworkService over REST and gRPC", function () {
       const perms = { view: true, edit: true, delete: false, publish: false };
       expect(stamped(res.json<Json>())).to.deep.equal({
         id: "hn",
-        name: [{ lang: "en", value: "Health Network" }, { lang: "fr", value: "Réseau Santé Été" }],
+        name: [
+          { lang: "en", value: "Health Network" },
+          { lang: "fr", value: "Réseau Santé Été" },
+        ],
         acronym: [{ lang: "en", value: "HN" }],
         description: [{ lang: "en", value: "<p>About</p>" }],
         content: '{"country":"CA","size":[1,2]}',
@@ -99,7 +117,10 @@ describe("NetworkService over REST and gRPC", function () {
         [STATE]: { revisionsAhead: 1, revisionStatus: "DRAFT", permissions: perms },
       });
       // The id is derived from the acronym; a second one with the same acronym gets a suffix.
-      const second = await expectStatus("POST", "/ws/draft/networks", "editor", 201, { name: [{ lang: "en", value: "Other" }], acronym: [{ lang: "en", value: "HN" }] });
+      const second = await expectStatus("POST", "/ws/draft/networks", "editor", 201, {
+        name: [{ lang: "en", value: "Other" }],
+        acronym: [{ lang: "en", value: "HN" }],
+      });
       expect(second.json<{ id: string }>().id).to.equal("hn-1");
     });
 
@@ -108,7 +129,15 @@ describe("NetworkService over REST and gRPC", function () {
       await expectStatus("PUT", `/ws/draft/network/${id}/_publish`, "reviewer", 204);
       await expectStatus("PUT", `/ws/draft/network/${id}/model`, "editor", 204, { a: 2 });
       const full = (await expectStatus("GET", `/ws/draft/network/${id}`, "cadmin", 200)).json<Json>();
-      const state = { publishedTag: "1", revisionsAhead: 1, revisionStatus: "DRAFT", publicationDate: "<ts>", publishedBy: "reviewer", publishedId: "1", permissions: ALL };
+      const state = {
+        publishedTag: "1",
+        revisionsAhead: 1,
+        revisionStatus: "DRAFT",
+        publicationDate: "<ts>",
+        publishedBy: "reviewer",
+        publishedId: "1",
+        permissions: ALL,
+      };
       expect(stamped(full)).to.deep.equal({
         id,
         name: [{ lang: "en", value: `Net ${id}` }],
@@ -139,9 +168,18 @@ describe("NetworkService over REST and gRPC", function () {
     it("answers every other endpoint with its status and body", async () => {
       const id = await fresh({ content: '{"x":1}' });
       expect((await expectStatus("GET", `/ws/draft/network/${id}/model`, "editor", 200)).json()).to.deep.equal({ x: 1 });
-      const put = await expectStatus("PUT", `/ws/draft/network/${id}?comment=renamed`, "editor", 204, net(id, { name: [{ lang: "en", value: "Renamed" }] }));
+      const put = await expectStatus(
+        "PUT",
+        `/ws/draft/network/${id}?comment=renamed`,
+        "editor",
+        204,
+        net(id, { name: [{ lang: "en", value: "Renamed" }] }),
+      );
       expect(put.text).to.equal("");
-      expect((await expectStatus("GET", `/ws/draft/network/${id}/model`, "editor", 200)).json()).to.deep.equal({}, "a full replacement without content");
+      expect((await expectStatus("GET", `/ws/draft/network/${id}/model`, "editor", 200)).json()).to.deep.equal(
+        {},
+        "a full replacement without content",
+      );
       await expectStatus("PUT", `/ws/draft/network/${id}/model`, "editor", 204, { y: [1] });
       await expectStatus("PUT", `/ws/draft/network/${id}/_index`, "cadmin", 204);
       // The contract: "200: the rebuild task is scheduled"; an empty message has no body and no type.
@@ -154,9 +192,14 @@ describe("NetworkService over REST and gRPC", function () {
         { commitId: "2", author: "editor", date: "<ts>", comment: "renamed", isHead: false, isPublished: false },
         { commitId: "1", author: "cadmin", date: "<ts>", isHead: false, isPublished: false },
       ]);
-      const view = (await expectStatus("GET", `/ws/draft/network/${id}/commit/1/view`, "editor", 200)).json<{ name: { value: string }[]; content: string }>();
+      const view = (await expectStatus("GET", `/ws/draft/network/${id}/commit/1/view`, "editor", 200)).json<{
+        name: { value: string }[];
+        content: string;
+      }>();
       expect([view.name[0]!.value, view.content]).to.deep.equal([`Net ${id}`, '{"x":1}']);
-      expect((await expectStatus("GET", `/ws/draft/network/${id}/_diff?left=2&right=3`, "editor", 200)).json()).to.deep.equal({ model: [{}, { y: [1] }] });
+      expect((await expectStatus("GET", `/ws/draft/network/${id}/_diff?left=2&right=3`, "editor", 200)).json()).to.deep.equal({
+        model: [{}, { y: [1] }],
+      });
       await expectStatus("PUT", `/ws/draft/network/${id}/commit/1/restore`, "editor", 204);
       expect((await expectStatus("GET", `/ws/draft/network/${id}/model`, "editor", 200)).json()).to.deep.equal({ x: 1 });
       await expectStatus("PUT", `/ws/draft/network/${id}/_publish`, "cadmin", 204);
@@ -270,7 +313,10 @@ describe("NetworkService over REST and gRPC", function () {
         for (const user of ["reviewer", "editor", "nobody", "admin"]) {
           const refused = await expectStatus("PUT", path, user, 401);
           expect(refused.headers.get("www-authenticate"), `${path} as ${user}`).to.match(/^Basic realm=/);
-          expect(refused.json()).to.deep.include({ key: "unauthenticated", message: `${rpc} requires one of the roles: catalog-administrator` });
+          expect(refused.json()).to.deep.include({
+            key: "unauthenticated",
+            message: `${rpc} requires one of the roles: catalog-administrator`,
+          });
         }
         await expectStatus("PUT", path, undefined, 401);
       }
@@ -294,7 +340,7 @@ describe("NetworkService over REST and gRPC", function () {
     expect([body.id, body.permissions]).to.deep.equal([id, { view: true, edit: false, delete: false, publish: false }]);
     await expectStatus("GET", `/ws/draft/network/${other}?key=${encodeURIComponent(key)}`, "nobody", 403);
     await expectStatus("GET", `/ws/draft/network/${id}`, "nobody", 403);
-    await expectStatus("GET", `/ws/draft/network/${id}?key=${encodeURIComponent(key.slice(0, -2) + "xx")}`, "nobody", 403);
+    await expectStatus("GET", `/ws/draft/network/${id}?key=${encodeURIComponent(`${key.slice(0, -2)}xx`)}`, "nobody", 403);
     // The key opens the document, nothing else.
     await expectStatus("GET", `/ws/draft/network/${id}/model?key=${encodeURIComponent(key)}`, "nobody", 403);
     // The key is a credential of its own (reference-behaviour §3).
@@ -336,7 +382,12 @@ describe("NetworkService over REST and gRPC", function () {
     /** Ids and X-Total-Count of a list restricted to this test's networks (by its tag word). */
     async function list(params: string, user = "cadmin"): Promise<[string[], string | null]> {
       const sep = params ? "&" : "";
-      const q = params.includes("query=") ? params.replace(/query=([^&]*)/, (_, inner: string) => `query=${encodeURIComponent(`and(match(${tag}),${decodeURIComponent(inner)})`)}`) : `${params}${sep}query=${encodeURIComponent(`match(${tag})`)}`;
+      const q = params.includes("query=")
+        ? params.replace(
+            /query=([^&]*)/,
+            (_, inner: string) => `query=${encodeURIComponent(`and(match(${tag}),${decodeURIComponent(inner)})`)}`,
+          )
+        : `${params}${sep}query=${encodeURIComponent(`match(${tag})`)}`;
       const res = await expectStatus("GET", `/ws/draft/networks?${q}`, user, 200);
       return [res.json<{ id: string }[]>().map((n) => n.id), res.headers.get("x-total-count")];
     }
@@ -350,7 +401,7 @@ describe("NetworkService over REST and gRPC", function () {
       expect(short(await list("filter=UNDER_REVIEW"))).to.deep.equal([["c"], "1"]);
       expect(short(await list("filter=TO_DELETE"))).to.deep.equal([["d"], "1"]);
       expect(short(await list("study=x2"))).to.deep.equal([["b", "c"], "2"]);
-      expect(short(await list("study=x1&filter=PUBLISHED&exclude=" + ids[0]))).to.deep.equal([["b"], "1"]);
+      expect(short(await list(`study=x1&filter=PUBLISHED&exclude=${ids[0]}`))).to.deep.equal([["b"], "1"]);
       expect(short(await list(`exclude=${ids[0]},${ids[2]}`))).to.deep.equal([["b", "d"], "2"]);
       expect(short(await list(`exclude=${ids[0]}&exclude=${ids[3]}`))).to.deep.equal([["b", "c"], "2"]);
       expect(short(await list("from=1&limit=2"))).to.deep.equal([["b", "c"], "4"]);
@@ -373,7 +424,10 @@ describe("NetworkService over REST and gRPC", function () {
       expect(short(await list(`query=${encodeURIComponent("eq(model.country,FR)")}`))).to.deep.equal([["a", "c"], "2"]);
       expect(short(await list(`query=${encodeURIComponent("match(sante)")}`))).to.deep.equal([["a"], "1"]);
       expect(short(await list(`query=${encodeURIComponent("match(heal*)")}`))).to.deep.equal([["b", "c"], "2"]);
-      expect(short(await list(`query=${encodeURIComponent("and(match(heal*),not(eq(id,string:" + ids[1] + ")))")}`))).to.deep.equal([["c"], "1"]);
+      expect(short(await list(`query=${encodeURIComponent(`and(match(heal*),not(eq(id,string:${ids[1]})))`)}`))).to.deep.equal([
+        ["c"],
+        "1",
+      ]);
       expect(short(await list(`query=${encodeURIComponent("like(name.en,alpha*)")}`))).to.deep.equal([["b"], "1"]);
       expect(short(await list(`query=${encodeURIComponent("in(studyIds,(x1,nope))")}`))).to.deep.equal([["a", "b"], "2"]);
       expect(short(await list(`query=${encodeURIComponent("gt(model.size,5)")}`))).to.deep.equal([["b"], "1"]);
@@ -382,7 +436,12 @@ describe("NetworkService over REST and gRPC", function () {
     });
 
     it("answers 400 with the position of a syntax error", async () => {
-      for (const [query, position] of [["and(eq(id,a)", 12], ["eq(id,a))", 8], ["eq(a,b)&eq(c,d)|eq(e,f)", 15], ["name", 4]] as const) {
+      for (const [query, position] of [
+        ["and(eq(id,a)", 12],
+        ["eq(id,a))", 8],
+        ["eq(a,b)&eq(c,d)|eq(e,f)", 15],
+        ["name", 4],
+      ] as const) {
         const res = await expectStatus("GET", `/ws/draft/networks?query=${encodeURIComponent(query)}`, "cadmin", 400);
         expect(res.json<{ message: string }>().message, query).to.contain(`at position ${position}`);
       }
@@ -390,13 +449,24 @@ describe("NetworkService over REST and gRPC", function () {
   });
 
   describe("gRPC (grpc-js)", () => {
-    const n = (id: string) => ({ id, name: [{ lang: "en", value: `G ${id}` }], acronym: [], description: [], studyIds: ["gs"], studySummaries: [], memberships: [], networkIds: [] });
+    const n = (id: string) => ({
+      id,
+      name: [{ lang: "en", value: `G ${id}` }],
+      acronym: [],
+      description: [],
+      studyIds: ["gs"],
+      studySummaries: [],
+      memberships: [],
+      networkIds: [],
+    });
 
     it("answers every RPC with OK and its content", async () => {
       const c = served.clients.networks;
       const md = metadataFor("cadmin");
       const id = `grpc${++counter}`;
-      const created = await call<{ network?: { id?: string; state?: { revisionsAhead?: number } } }>((cb) => c.createNetwork({ network: n(id) }, md, cb));
+      const created = await call<{ network?: { id?: string; state?: { revisionsAhead?: number } } }>((cb) =>
+        c.createNetwork({ network: n(id) }, md, cb),
+      );
       expect([created.network?.id, created.network?.state?.revisionsAhead]).to.deep.equal([id, 1]);
       const got = await call<{ network?: { name: { value?: string }[]; permissions?: object } }>((cb) => c.getNetwork({ id }, md, cb));
       expect([got.network?.name[0]?.value, got.network?.permissions]).to.deep.equal([`G ${id}`, ALL]);
@@ -419,9 +489,13 @@ describe("NetworkService over REST and gRPC", function () {
       const diff = await call<{ diff?: object }>((cb) => c.diffRevisions({ id, left: "2", right: "3" }, md, cb));
       expect(diff.diff).to.deep.equal({ model: [{ k: 1 }, { k: 2 }] });
       await call((cb) => c.restoreRevision({ id, commitId: "1" }, md, cb));
-      const key = await call<{ key?: { contentType?: string; data?: Uint8Array } }>((cb) => c.createShareKey({ id, expire: "2999-01-01" }, md, cb));
+      const key = await call<{ key?: { contentType?: string; data?: Uint8Array } }>((cb) =>
+        c.createShareKey({ id, expire: "2999-01-01" }, md, cb),
+      );
       expect(key.key?.contentType).to.equal("text/plain");
-      const shared = await call<{ network?: { id?: string } }>((cb) => c.getNetwork({ id, key: Buffer.from(key.key!.data!).toString() }, metadataFor("nobody"), cb));
+      const shared = await call<{ network?: { id?: string } }>((cb) =>
+        c.getNetwork({ id, key: Buffer.from(key.key!.data!).toString() }, metadataFor("nobody"), cb),
+      );
       expect(shared.network?.id).to.equal(id);
       await call((cb) => c.unpublish({ id }, md, cb));
       await call((cb) => c.deleteNetwork({ id }, md, cb));
@@ -434,28 +508,31 @@ describe("NetworkService over REST and gRPC", function () {
       const a = `grpc${++counter}`;
       expect(await grpcCode((m, cb) => c.createNetwork({ network: n(id) }, m, cb), "editor")).to.equal(GRPC.OK);
       expect(await grpcCode((m, cb) => c.createNetwork({ network: { ...n(a), networkIds: [id] } }, m, cb), "editor")).to.equal(GRPC.OK);
-      const cases: [string, (m: grpcJs.Metadata, cb: (err: grpcJs.ServiceError | null) => void) => unknown, string | undefined, number][] = [
-        ["create without name", (m, cb) => c.createNetwork({ network: { ...n("x"), name: [] } }, m, cb), "cadmin", GRPC.INVALID_ARGUMENT],
-        ["bad status value", (m, cb) => c.setStatus({ id, value: "NOPE" }, m, cb), "reviewer", GRPC.INVALID_ARGUMENT],
-        ["bad query", (m, cb) => c.listNetworks({ query: "and(", exclude: [] }, m, cb), "cadmin", GRPC.INVALID_ARGUMENT],
-        ["negative limit", (m, cb) => c.listNetworks({ limit: -1, exclude: [] }, m, cb), "cadmin", GRPC.INVALID_ARGUMENT],
-        ["get missing", (m, cb) => c.getNetwork({ id: "missing" }, m, cb), "cadmin", GRPC.NOT_FOUND],
-        ["update missing", (m, cb) => c.updateNetwork({ id: "missing", network: n("missing") }, m, cb), "editor", GRPC.NOT_FOUND],
-        ["publish missing", (m, cb) => c.publish({ id: "missing" }, m, cb), "reviewer", GRPC.NOT_FOUND],
-        ["create existing", (m, cb) => c.createNetwork({ network: n(id) }, m, cb), "cadmin", GRPC.ALREADY_EXISTS],
-        ["delete included", (m, cb) => c.deleteNetwork({ id }, m, cb), "cadmin", GRPC.ALREADY_EXISTS],
-        ["editor deletes", (m, cb) => c.deleteNetwork({ id }, m, cb), "editor", GRPC.PERMISSION_DENIED],
-        ["editor publishes", (m, cb) => c.publish({ id }, m, cb), "editor", GRPC.PERMISSION_DENIED],
-        ["reviewer rebuilds", (m, cb) => c.rebuildIndex({}, m, cb), "reviewer", GRPC.UNAUTHENTICATED],
-        ["reviewer indexes", (m, cb) => c.indexNetwork({ id }, m, cb), "reviewer", GRPC.UNAUTHENTICATED],
-        ["nobody gets", (m, cb) => c.getNetwork({ id }, m, cb), "nobody", GRPC.PERMISSION_DENIED],
-        ["R admin creates", (m, cb) => c.createNetwork({ network: n("y") }, m, cb), "admin", GRPC.PERMISSION_DENIED],
-        ["anonymous lists", (m, cb) => c.listNetworks({ exclude: [] }, m, cb), undefined, GRPC.UNAUTHENTICATED],
-        ["anonymous gets", (m, cb) => c.getNetwork({ id }, m, cb), undefined, GRPC.UNAUTHENTICATED],
-        ["anonymous deletes", (m, cb) => c.deleteNetwork({ id }, m, cb), undefined, GRPC.UNAUTHENTICATED],
-      ];
+      const cases: [string, (m: grpcJs.Metadata, cb: (err: grpcJs.ServiceError | null) => void) => unknown, string | undefined, number][] =
+        [
+          ["create without name", (m, cb) => c.createNetwork({ network: { ...n("x"), name: [] } }, m, cb), "cadmin", GRPC.INVALID_ARGUMENT],
+          ["bad status value", (m, cb) => c.setStatus({ id, value: "NOPE" }, m, cb), "reviewer", GRPC.INVALID_ARGUMENT],
+          ["bad query", (m, cb) => c.listNetworks({ query: "and(", exclude: [] }, m, cb), "cadmin", GRPC.INVALID_ARGUMENT],
+          ["negative limit", (m, cb) => c.listNetworks({ limit: -1, exclude: [] }, m, cb), "cadmin", GRPC.INVALID_ARGUMENT],
+          ["get missing", (m, cb) => c.getNetwork({ id: "missing" }, m, cb), "cadmin", GRPC.NOT_FOUND],
+          ["update missing", (m, cb) => c.updateNetwork({ id: "missing", network: n("missing") }, m, cb), "editor", GRPC.NOT_FOUND],
+          ["publish missing", (m, cb) => c.publish({ id: "missing" }, m, cb), "reviewer", GRPC.NOT_FOUND],
+          ["create existing", (m, cb) => c.createNetwork({ network: n(id) }, m, cb), "cadmin", GRPC.ALREADY_EXISTS],
+          ["delete included", (m, cb) => c.deleteNetwork({ id }, m, cb), "cadmin", GRPC.ALREADY_EXISTS],
+          ["editor deletes", (m, cb) => c.deleteNetwork({ id }, m, cb), "editor", GRPC.PERMISSION_DENIED],
+          ["editor publishes", (m, cb) => c.publish({ id }, m, cb), "editor", GRPC.PERMISSION_DENIED],
+          ["reviewer rebuilds", (m, cb) => c.rebuildIndex({}, m, cb), "reviewer", GRPC.UNAUTHENTICATED],
+          ["reviewer indexes", (m, cb) => c.indexNetwork({ id }, m, cb), "reviewer", GRPC.UNAUTHENTICATED],
+          ["nobody gets", (m, cb) => c.getNetwork({ id }, m, cb), "nobody", GRPC.PERMISSION_DENIED],
+          ["R admin creates", (m, cb) => c.createNetwork({ network: n("y") }, m, cb), "admin", GRPC.PERMISSION_DENIED],
+          ["anonymous lists", (m, cb) => c.listNetworks({ exclude: [] }, m, cb), undefined, GRPC.UNAUTHENTICATED],
+          ["anonymous gets", (m, cb) => c.getNetwork({ id }, m, cb), undefined, GRPC.UNAUTHENTICATED],
+          ["anonymous deletes", (m, cb) => c.deleteNetwork({ id }, m, cb), undefined, GRPC.UNAUTHENTICATED],
+        ];
       for (const [label, start, user, code] of cases) expect(await grpcCode(start, user), label).to.equal(code);
-      const nobodyList = await call<{ networks: unknown[]; total?: number }>((cb) => c.listNetworks({ exclude: [] }, metadataFor("nobody"), cb));
+      const nobodyList = await call<{ networks: unknown[]; total?: number }>((cb) =>
+        c.listNetworks({ exclude: [] }, metadataFor("nobody"), cb),
+      );
       expect([nobodyList.networks, nobodyList.total ?? 0]).to.deep.equal([[], 0]);
     });
   });

@@ -23,7 +23,11 @@ describe("network catalogue", () => {
     it("stores a normalized document with a first revision", async () => {
       const r = await t.catalog.create(
         {
-          name: [{ lang: "fr", value: "Réseau" }, { lang: "en", value: "Network" }, { lang: "de", value: "" }],
+          name: [
+            { lang: "fr", value: "Réseau" },
+            { lang: "en", value: "Network" },
+            { lang: "de", value: "" },
+          ],
           acronym: [{ lang: "en", value: "NW" }],
           model: { a: 1 },
         },
@@ -31,7 +35,10 @@ describe("network catalogue", () => {
         "first",
       );
       expect(r.document.id).to.equal("nw");
-      expect(r.document.name).to.deep.equal([{ lang: "en", value: "Network" }, { lang: "fr", value: "Réseau" }]);
+      expect(r.document.name).to.deep.equal([
+        { lang: "en", value: "Network" },
+        { lang: "fr", value: "Réseau" },
+      ]);
       expect(r.document.model).to.deep.equal({ a: 1 });
       expect(r.state).to.include({ revisionStatus: "DRAFT", revisionsAhead: 1, head: 1 });
       const revs = await t.catalog.revisions("nw");
@@ -58,7 +65,13 @@ describe("network catalogue", () => {
       const made = await Promise.all([1, 2, 3].map(() => t.catalog.create(input("Health Network"), "alice")));
       expect(made.map((r) => r.document.id).sort()).to.deep.equal(["hn", "hn-1", "hn-2"]);
       const fromAcronyms = await t.catalog.create(
-        { name: en("x"), acronym: [{ lang: "fr", value: "Réseau Santé" }, { lang: "en", value: "R&D net" }] },
+        {
+          name: en("x"),
+          acronym: [
+            { lang: "fr", value: "Réseau Santé" },
+            { lang: "en", value: "R&D net" },
+          ],
+        },
         "alice",
       );
       expect(fromAcronyms.document.id).to.equal("r_d-net-reseau-sante");

@@ -80,7 +80,12 @@ interface Acked {
 
 /** What the writers put in a network at save `seq`: name and model must always agree. */
 function body(id: string, token: string, seq: number): string {
-  return JSON.stringify({ id, name: [{ lang: "en", value: `Crash ${token} rev ${seq}` }], studyIds: [`s${seq % 4}`], content: JSON.stringify({ seq, pad: "x".repeat(seq * 37) }) });
+  return JSON.stringify({
+    id,
+    name: [{ lang: "en", value: `Crash ${token} rev ${seq}` }],
+    studyIds: [`s${seq % 4}`],
+    content: JSON.stringify({ seq, pad: "x".repeat(seq * 37) }),
+  });
 }
 
 describe("server process killed mid-stream", function () {
@@ -153,7 +158,12 @@ describe("server process killed mid-stream", function () {
       }
       const res = await get(`/ws/draft/network/${id}`);
       expect(res.status, id).to.equal(200);
-      const n = res.json<{ name: { value: string }[]; content: string; studyIds: string[]; "vendor.catalog.EntityStateDto.state": { revisionsAhead: number } }>();
+      const n = res.json<{
+        name: { value: string }[];
+        content: string;
+        studyIds: string[];
+        "vendor.catalog.EntityStateDto.state": { revisionsAhead: number };
+      }>();
       const model = JSON.parse(n.content) as { seq: number; pad: string };
       // Whole: name, studies and model all come from one save, and that save is the acknowledged one
       // or the single one that was on the wire after it.
@@ -176,7 +186,10 @@ describe("server process killed mid-stream", function () {
         const byWord = await get(`/ws/draft/networks?query=${encodeURIComponent(`match(${entry.token})`)}`);
         const byValue = await get(`/ws/draft/networks?query=${encodeURIComponent(`and(eq(id,${id}),eq(model.seq,${entry.seq}))`)}`);
         const byStudy = await get(`/ws/draft/networks?study=s${entry.seq % 4}&query=${encodeURIComponent(`eq(id,${id})`)}`);
-        expect(byWord.json<{ id: string }[]>().map((x) => x.id), id).to.include(id);
+        expect(
+          byWord.json<{ id: string }[]>().map((x) => x.id),
+          id,
+        ).to.include(id);
         out[id] = [byWord.total, byValue.total, byStudy.total];
       }
       return out;

@@ -65,7 +65,11 @@ describe("wildcard matching", () => {
 
   it("drops HTML tags from indexed words as the regular expression did, in linear time", () => {
     const next = random(7);
-    const regexWords = (text: string) => text.replace(/<[^>]*>/g, " ").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+    const regexWords = (text: string) =>
+      text
+        .replace(/<[^>]*>/g, " ")
+        .toLowerCase()
+        .match(/[\p{L}\p{N}]+/gu) ?? [];
     for (let i = 0; i < 5000; i++) {
       const text = randomText(next, ["<", ">", "a", "b", " ", "\n"], 16);
       expect(words(text), JSON.stringify(text)).to.deep.equal(regexWords(text));

@@ -69,14 +69,21 @@ describe("NetworkService handlers", () => {
     const { res } = await createAs(
       editor,
       network({
-        name: [{ lang: "fr", value: "Réseau Santé" }, { lang: "en", value: "Health Network" }, { lang: "de", value: "" }],
+        name: [
+          { lang: "fr", value: "Réseau Santé" },
+          { lang: "en", value: "Health Network" },
+          { lang: "de", value: "" },
+        ],
         description: [],
         content: ' { "b": [1, 2], "a": {"c": null} } ',
       }),
     );
     expect(toJson(NetworkSchema, res.network!)).to.deep.equal({
       id: "hn-rs",
-      name: [{ lang: "en", value: "Health Network" }, { lang: "fr", value: "Réseau Santé" }],
+      name: [
+        { lang: "en", value: "Health Network" },
+        { lang: "fr", value: "Réseau Santé" },
+      ],
       content: '{"b":[1,2],"a":{"c":null}}',
       permissions: EDITOR,
       published: false,
@@ -152,12 +159,16 @@ describe("NetworkService handlers", () => {
 
   it("updates, puts and gets the model", async () => {
     await createAs(editor, network({ id: "m", name: [{ lang: "en", value: "M" }] }));
-    await rpc(editor, "updateNetwork", { id: "m", network: network({ name: [{ lang: "en", value: "M2" }], content: '{"k":1}' }), comment: "c" });
+    await rpc(editor, "updateNetwork", {
+      id: "m",
+      network: network({ name: [{ lang: "en", value: "M2" }], content: '{"k":1}' }),
+      comment: "c",
+    });
     await rpc(editor, "updateModel", { id: "m", model: { k: 2, l: [true] } });
     const model = await rpc(editor, "getModel", { id: "m" });
     expect(model.res).to.deep.include({ model: { k: 2, l: [true] } });
     const got = await getAs(editor, "m");
-    expect([got["content"], got["name"]]).to.deep.equal(['{"k":2,"l":[true]}', [{ lang: "en", value: "M2" }]]);
+    expect([got.content, got.name]).to.deep.equal(['{"k":2,"l":[true]}', [{ lang: "en", value: "M2" }]]);
     const revs = await rpc(editor, "listRevisions", { id: "m" });
     expect(revs.res.revisions.map((r) => toJson(RevisionSchema, r))).to.deep.equal([
       { commitId: "3", author: "ed", date: T0, isHead: true, isPublished: false },
@@ -178,9 +189,21 @@ describe("NetworkService handlers", () => {
     const cases: [string, () => unknown, FaultKind][] = [
       ["create existing id", () => createAs(admin, network({ id: "x", name: [{ lang: "en", value: "X" }] })), "conflict"],
       ["create without name", () => createAs(admin, network({ id: "z" })), "invalid"],
-      ["create with bad content", () => createAs(admin, network({ id: "z", name: [{ lang: "en", value: "Z" }], content: "[1]" })), "invalid"],
-      ["update other body id", () => rpc(admin, "updateNetwork", { id: "x", network: network({ id: "y", name: [{ lang: "en", value: "X" }] }) }), "invalid"],
-      ["update missing", () => rpc(admin, "updateNetwork", { id: "nope", network: network({ name: [{ lang: "en", value: "X" }] }) }), "not_found"],
+      [
+        "create with bad content",
+        () => createAs(admin, network({ id: "z", name: [{ lang: "en", value: "Z" }], content: "[1]" })),
+        "invalid",
+      ],
+      [
+        "update other body id",
+        () => rpc(admin, "updateNetwork", { id: "x", network: network({ id: "y", name: [{ lang: "en", value: "X" }] }) }),
+        "invalid",
+      ],
+      [
+        "update missing",
+        () => rpc(admin, "updateNetwork", { id: "nope", network: network({ name: [{ lang: "en", value: "X" }] }) }),
+        "not_found",
+      ],
       ["update without name", () => rpc(admin, "updateNetwork", { id: "x", network: network({}) }), "invalid"],
       ["get missing", () => getAs(admin, "nope"), "not_found"],
       ["model of missing", () => rpc(admin, "getModel", { id: "nope" }), "not_found"],
@@ -207,11 +230,15 @@ describe("NetworkService handlers", () => {
 
   it("puts the caller's permissions in documents, per role", async () => {
     await createAs(admin, network({ id: "p", name: [{ lang: "en", value: "P" }] }));
-    for (const [who, perms] of [[admin, ALL], [reviewer, ALL], [editor, EDITOR]] as const) {
+    for (const [who, perms] of [
+      [admin, ALL],
+      [reviewer, ALL],
+      [editor, EDITOR],
+    ] as const) {
       const json = await getAs(who, "p");
-      expect(json["permissions"]).to.deep.equal(perms);
+      expect(json.permissions).to.deep.equal(perms);
       expect((json["vendor.catalog.EntityStateDto.state"] as { permissions: unknown }).permissions).to.deep.equal(perms);
-      expect((await list(who)).json[0]!["permissions"]).to.deep.equal(perms);
+      expect((await list(who)).json[0]!.permissions).to.deep.equal(perms);
     }
   });
 
@@ -222,7 +249,7 @@ describe("NetworkService handlers", () => {
     expect(res.res.key!.contentType).to.equal("text/plain");
     const key = new TextDecoder().decode(res.res.key!.data);
     const viewed = await getAs(outsider, "s", key);
-    expect(viewed["permissions"]).to.deep.equal({ view: true, edit: false, delete: false, publish: false });
+    expect(viewed.permissions).to.deep.equal({ view: true, edit: false, delete: false, publish: false });
     expect((await rejection(() => getAs(outsider, "o", key))).kind, "other id").to.equal("forbidden");
     const [payload, sig] = key.split(".");
     const forged = `${Buffer.from("o\n2026-03-03").toString("base64url")}.${sig}`;
@@ -249,9 +276,9 @@ describe("NetworkService handlers", () => {
     await rpc(reviewer, "setStatus", { id: "w", value: "UNDER_REVIEW" });
     expect((await list(admin, { filter: "UNDER_REVIEW" })).json.map((n) => n.id)).to.deep.equal(["w"]);
     await rpc(reviewer, "publish", { id: "w" });
-    expect((await getAs(admin, "w"))["published"]).to.equal(true);
+    expect((await getAs(admin, "w")).published).to.equal(true);
     await rpc(reviewer, "unpublish", { id: "w" });
-    expect((await getAs(admin, "w"))["published"]).to.equal(false);
+    expect((await getAs(admin, "w")).published).to.equal(false);
     await rpc(reviewer, "deleteNetwork", { id: "w" });
     expect(await list(admin)).to.deep.equal({ json: [], total: "0" });
   });

@@ -60,14 +60,26 @@ describe("catalogue inputs built to hurt", function () {
    * The gRPC status code and message of a call (code 0 on success). grpc-js decodes the message with
    * decodeURI, which leaves the escapes of reserved characters such as ":" and ";".
    */
-  function grpcAnswer(start: (md: grpcJs.Metadata, cb: (err: grpcJs.ServiceError | null) => void) => unknown): Promise<{ code: number; details: string }> {
+  function grpcAnswer(
+    start: (md: grpcJs.Metadata, cb: (err: grpcJs.ServiceError | null) => void) => unknown,
+  ): Promise<{ code: number; details: string }> {
     return new Promise((resolve) =>
-      start(metadataFor("cadmin"), (err) => resolve(err ? { code: err.code, details: decodeURIComponent(err.details) } : { code: GRPC.OK, details: "" })),
+      start(metadataFor("cadmin"), (err) =>
+        resolve(err ? { code: err.code, details: decodeURIComponent(err.details) } : { code: GRPC.OK, details: "" }),
+      ),
     );
   }
 
   const grpcNetwork = (id: string, extra: Record<string, unknown> = {}) => ({
-    id, name: [{ lang: "en", value: `G ${id}` }], acronym: [], description: [], studyIds: [], studySummaries: [], memberships: [], networkIds: [], ...extra,
+    id,
+    name: [{ lang: "en", value: `G ${id}` }],
+    acronym: [],
+    description: [],
+    studyIds: [],
+    studySummaries: [],
+    memberships: [],
+    networkIds: [],
+    ...extra,
   });
 
   describe("wildcards", () => {
@@ -83,7 +95,11 @@ describe("catalogue inputs built to hurt", function () {
     });
 
     it("refuses a like pattern or a match text longer than 256 characters", async () => {
-      await expectRefused("GET", list(`like(name.en,${"x".repeat(257)})`), /Pattern is 257 characters long; at most 256.*like at position 0/);
+      await expectRefused(
+        "GET",
+        list(`like(name.en,${"x".repeat(257)})`),
+        /Pattern is 257 characters long; at most 256.*like at position 0/,
+      );
       await expectRefused("GET", list(`match(${"x".repeat(300)})`), /Pattern is 300 characters long; at most 256/);
       await expectStatus("GET", list(`like(name.en,${"*x".repeat(128)})`), 200);
     });
@@ -93,16 +109,28 @@ describe("catalogue inputs built to hurt", function () {
     it("refuses queries nested 5,000 deep", async () => {
       // Cut at the length limit, before any parsing.
       await expectRefused("GET", list(`${"(".repeat(5000)}eq(id,a)${")".repeat(5000)}`), /query is 10008 characters long; at most 4096/);
-      const deep = await grpcAnswer((m, cb) => served.clients.networks.listNetworks({ query: `${"and(".repeat(5000)}eq(id,a)${")".repeat(5000)}`, exclude: [] }, m, cb));
+      const deep = await grpcAnswer((m, cb) =>
+        served.clients.networks.listNetworks({ query: `${"and(".repeat(5000)}eq(id,a)${")".repeat(5000)}`, exclude: [] }, m, cb),
+      );
       expect(deep.code, deep.details).to.equal(GRPC.INVALID_ARGUMENT);
       expect(deep.details).to.match(/query is 25008 characters long; at most 4096/);
     });
 
     it("refuses queries nested deeper than 32 levels, at the position of the first parenthesis too many", async () => {
-      await expectRefused("GET", list(`${"not(".repeat(40)}eq(id,a)${")".repeat(40)}`), /Parentheses nested deeper than 32 levels at position 131/);
-      await expectRefused("GET", list(`in(id,${"(".repeat(40)}${")".repeat(40)})`), /Parentheses nested deeper than 32 levels at position 37/);
+      await expectRefused(
+        "GET",
+        list(`${"not(".repeat(40)}eq(id,a)${")".repeat(40)}`),
+        /Parentheses nested deeper than 32 levels at position 131/,
+      );
+      await expectRefused(
+        "GET",
+        list(`in(id,${"(".repeat(40)}${")".repeat(40)})`),
+        /Parentheses nested deeper than 32 levels at position 37/,
+      );
       await expectStatus("GET", list(`${"not(".repeat(31)}eq(id,a)${")".repeat(31)}`), 200);
-      const deep = await grpcAnswer((m, cb) => served.clients.networks.listNetworks({ query: `${"and(".repeat(40)}eq(id,a)${")".repeat(40)}`, exclude: [] }, m, cb));
+      const deep = await grpcAnswer((m, cb) =>
+        served.clients.networks.listNetworks({ query: `${"and(".repeat(40)}eq(id,a)${")".repeat(40)}`, exclude: [] }, m, cb),
+      );
       expect(deep.code, deep.details).to.equal(GRPC.INVALID_ARGUMENT);
       expect(deep.details).to.match(/Parentheses nested deeper than 32 levels at position 131/);
     });
@@ -121,15 +149,23 @@ describe("catalogue inputs built to hurt", function () {
     it("refuses content nested 5,000 deep over REST and gRPC", async () => {
       const body = { name: [{ lang: "en", value: "Deep" }], content: nestedArraysText(5000) };
       await expectRefused("POST", "/ws/draft/networks", /content nests deeper than 30 levels/, body);
-      const grpc = await grpcAnswer((m, cb) => served.clients.networks.createNetwork({ network: grpcNetwork("deep5000", { content: nestedArraysText(5000) }) }, m, cb));
+      const grpc = await grpcAnswer((m, cb) =>
+        served.clients.networks.createNetwork({ network: grpcNetwork("deep5000", { content: nestedArraysText(5000) }) }, m, cb),
+      );
       expect(grpc.code, grpc.details).to.equal(GRPC.INVALID_ARGUMENT);
       expect(grpc.details).to.match(/content nests deeper than 30 levels/);
     });
 
     it("refuses content 3,000 deep, which used to be stored and then broke every read of the model", async () => {
       const id = await fresh({ content: '{"kept":true}' });
-      await expectRefused("PUT", `/ws/draft/network/${id}`, /content nests deeper than 30 levels/, { id, name: [{ lang: "en", value: "x" }], content: nestedArraysText(3000) });
-      const grpc = await grpcAnswer((m, cb) => served.clients.networks.updateNetwork({ id, network: grpcNetwork(id, { content: nestedArraysText(3000) }) }, m, cb));
+      await expectRefused("PUT", `/ws/draft/network/${id}`, /content nests deeper than 30 levels/, {
+        id,
+        name: [{ lang: "en", value: "x" }],
+        content: nestedArraysText(3000),
+      });
+      const grpc = await grpcAnswer((m, cb) =>
+        served.clients.networks.updateNetwork({ id, network: grpcNetwork(id, { content: nestedArraysText(3000) }) }, m, cb),
+      );
       expect(grpc.code, grpc.details).to.equal(GRPC.INVALID_ARGUMENT);
       expect((await expectStatus("GET", `/ws/draft/network/${id}/model`, 200)).json()).to.deep.equal({ kept: true });
       const model = await call<{ model?: object }>((cb) => served.clients.networks.getModel({ id }, metadataFor("cadmin"), cb));
@@ -142,8 +178,14 @@ describe("catalogue inputs built to hurt", function () {
       const model = await grpcAnswer((m, cb) => served.clients.networks.updateModel({ id, model: nestedObjects(31) }, m, cb));
       expect(model.code, model.details).to.equal(GRPC.INVALID_ARGUMENT);
       const base = { name: [{ lang: "en", value: "x" }] };
-      await expectRefused("POST", "/ws/draft/networks", /studySummaries nests deeper than 30 levels/, { ...base, studySummaries: [{}, nestedObjects(31)] });
-      await expectRefused("POST", "/ws/draft/networks", /memberships nests deeper than 30 levels/, { ...base, memberships: [nestedObjects(31)] });
+      await expectRefused("POST", "/ws/draft/networks", /studySummaries nests deeper than 30 levels/, {
+        ...base,
+        studySummaries: [{}, nestedObjects(31)],
+      });
+      await expectRefused("POST", "/ws/draft/networks", /memberships nests deeper than 30 levels/, {
+        ...base,
+        memberships: [nestedObjects(31)],
+      });
       // Within the limit, nothing changes.
       await expectStatus("PUT", `/ws/draft/network/${id}/model`, 204, nestedObjects(30));
     });
@@ -153,7 +195,13 @@ describe("catalogue inputs built to hurt", function () {
       const c = served.clients.networks;
       const id = await fresh();
       const deep = nestedObjects(30);
-      await call((cb) => c.updateNetwork({ id, network: grpcNetwork(id, { content: JSON.stringify(deep), studySummaries: [deep], memberships: [deep] }) }, md, cb));
+      await call((cb) =>
+        c.updateNetwork(
+          { id, network: grpcNetwork(id, { content: JSON.stringify(deep), studySummaries: [deep], memberships: [deep] }) },
+          md,
+          cb,
+        ),
+      );
       const model = await call<{ model?: object }>((cb) => c.getModel({ id }, md, cb));
       expect(model.model).to.deep.equal(deep);
       const got = await call<{ network?: { studySummaries: object[]; memberships: object[] } }>((cb) => c.getNetwork({ id }, md, cb));
@@ -166,10 +214,23 @@ describe("catalogue inputs built to hurt", function () {
 
     it("refuses documents over 1 MiB and JSON fields of more than 10,000 values", async () => {
       const base = { name: [{ lang: "en", value: "Big" }] };
-      await expectRefused("POST", "/ws/draft/networks", /the network takes \d+ bytes as JSON; at most 1048576/, { ...base, content: JSON.stringify({ s: "x".repeat(1024 * 1024) }) });
-      await expectRefused("POST", "/ws/draft/networks", /content holds more than 10000 values/, { ...base, content: JSON.stringify({ a: Array(10_000).fill(1) }) });
-      await expectRefused("POST", "/ws/draft/networks", /memberships holds more than 10000 values/, { ...base, memberships: Array.from({ length: 10_001 }, () => ({})) });
-      await expectStatus("POST", "/ws/draft/networks", 201, { ...base, id: "just-enough", content: JSON.stringify({ a: Array(9998).fill(1) }) });
+      await expectRefused("POST", "/ws/draft/networks", /the network takes \d+ bytes as JSON; at most 1048576/, {
+        ...base,
+        content: JSON.stringify({ s: "x".repeat(1024 * 1024) }),
+      });
+      await expectRefused("POST", "/ws/draft/networks", /content holds more than 10000 values/, {
+        ...base,
+        content: JSON.stringify({ a: Array(10_000).fill(1) }),
+      });
+      await expectRefused("POST", "/ws/draft/networks", /memberships holds more than 10000 values/, {
+        ...base,
+        memberships: Array.from({ length: 10_001 }, () => ({})),
+      });
+      await expectStatus("POST", "/ws/draft/networks", 201, {
+        ...base,
+        id: "just-enough",
+        content: JSON.stringify({ a: Array(9998).fill(1) }),
+      });
     });
 
     it("indexes a description full of unclosed tags at once", async function () {
@@ -207,13 +268,21 @@ describe("catalogue inputs built to hurt", function () {
       expect(again.json<{ id: string }>().id).to.equal(`${"c".repeat(190)}-1`);
       for (const dots of [".", ".."]) {
         await expectRefused("POST", "/ws/draft/networks", /Invalid network id/, { id: dots, name: [{ lang: "en", value: "Dots" }] });
-        await expectRefused("POST", "/ws/draft/networks", /Cannot derive an id/, { name: [{ lang: "en", value: "Dots" }], acronym: [{ lang: "en", value: dots }] });
+        await expectRefused("POST", "/ws/draft/networks", /Cannot derive an id/, {
+          name: [{ lang: "en", value: "Dots" }],
+          acronym: [{ lang: "en", value: dots }],
+        });
       }
     });
 
     it("refuses a revision comment over 1000 characters", async () => {
       const id = await fresh();
-      await expectRefused("PUT", `/ws/draft/network/${id}/model?comment=${"c".repeat(1001)}`, /comment is 1001 characters long; at most 1000/, {});
+      await expectRefused(
+        "PUT",
+        `/ws/draft/network/${id}/model?comment=${"c".repeat(1001)}`,
+        /comment is 1001 characters long; at most 1000/,
+        {},
+      );
       await expectStatus("PUT", `/ws/draft/network/${id}/model?comment=${"c".repeat(1000)}`, 204, {});
     });
 

@@ -36,7 +36,10 @@ function documentFor(rand: () => number, id: string): NetworkInput {
   if (rand() < 0.2) model.size = String(model.size);
   return {
     id,
-    name: [{ lang: "en", value: `${pick(WORDS)} ${pick(WORDS)} ${id}` }, ...(rand() < 0.5 ? [{ lang: "fr", value: `Réseau ${pick(WORDS)}` }] : [])],
+    name: [
+      { lang: "en", value: `${pick(WORDS)} ${pick(WORDS)} ${id}` },
+      ...(rand() < 0.5 ? [{ lang: "fr", value: `Réseau ${pick(WORDS)}` }] : []),
+    ],
     acronym: rand() < 0.8 ? [{ lang: "en", value: `${pick(WORDS).slice(0, 2).toUpperCase()}${id.length}` }] : [],
     description: rand() < 0.5 ? [{ lang: "en", value: `<p>About ${pick(WORDS)}</p>` }] : [],
     studyIds: [...new Set([`s${Math.floor(rand() * 6)}`, `s${Math.floor(rand() * 6)}`])],
@@ -46,24 +49,71 @@ function documentFor(rand: () => number, id: string): NetworkInput {
 }
 
 const QUERIES = [
-  "eq(id,n3)", "ne(id,n3)", "in(id,(n1,n2,n40))", "out(id,(n1,n2))",
-  "eq(studyIds,s1)", "in(studyIds,(s1,s4))", "eq(published,true)", "eq(published,false)", "eq(published,string:true)",
-  "eq(revisionStatus,UNDER_REVIEW)", "eq(revisionsAhead,0)", "eq(model.country,FR)", "eq(model.country,fr)",
-  "eq(model.size,5)", "eq(model.size,string:5)", "eq(model,5)", "eq(model.tags,5)", "eq(model.tags,true)", "eq(model.contact.phone,null)",
-  "eq(name.en,missing)", "eq(name,Réseau Santé)", "eq(model.nowhere,1)",
-  "exists(model.contact)", "exists(model.contact.phone)", "exists(model.tags,false)", "exists(acronym)", "exists(description.en)",
-  "like(name.en,heal*)", "like(name,*sante*)", "like(name.fr,réseau g*)", "like(model.contact.email,*@example.org)", "like(model,n*)",
-  "like(acronym.en,CO*)", "like(model.tags,5)", "like(model.contact.phone,nu*)",
-  "match(heal*)", "match(sante cohort)", "match(g*ique)", "match(name,birth)", "match(description,ageing)",
-  "and(eq(studyIds,s1),not(eq(model.country,FR)))", "or(eq(model.country,DE),match(birth))", "or(eq(model.country,DE),gt(model.size,8))",
-  "and(match(coh*),not(eq(published,true)))", "not(or(eq(studyIds,s2),exists(model.tags)))", "and(lt(model.size,4),exists(model.contact))",
-  "eq(networkIds,n0)", "model.size=ge=6",
+  "eq(id,n3)",
+  "ne(id,n3)",
+  "in(id,(n1,n2,n40))",
+  "out(id,(n1,n2))",
+  "eq(studyIds,s1)",
+  "in(studyIds,(s1,s4))",
+  "eq(published,true)",
+  "eq(published,false)",
+  "eq(published,string:true)",
+  "eq(revisionStatus,UNDER_REVIEW)",
+  "eq(revisionsAhead,0)",
+  "eq(model.country,FR)",
+  "eq(model.country,fr)",
+  "eq(model.size,5)",
+  "eq(model.size,string:5)",
+  "eq(model,5)",
+  "eq(model.tags,5)",
+  "eq(model.tags,true)",
+  "eq(model.contact.phone,null)",
+  "eq(name.en,missing)",
+  "eq(name,Réseau Santé)",
+  "eq(model.nowhere,1)",
+  "exists(model.contact)",
+  "exists(model.contact.phone)",
+  "exists(model.tags,false)",
+  "exists(acronym)",
+  "exists(description.en)",
+  "like(name.en,heal*)",
+  "like(name,*sante*)",
+  "like(name.fr,réseau g*)",
+  "like(model.contact.email,*@example.org)",
+  "like(model,n*)",
+  "like(acronym.en,CO*)",
+  "like(model.tags,5)",
+  "like(model.contact.phone,nu*)",
+  "match(heal*)",
+  "match(sante cohort)",
+  "match(g*ique)",
+  "match(name,birth)",
+  "match(description,ageing)",
+  "and(eq(studyIds,s1),not(eq(model.country,FR)))",
+  "or(eq(model.country,DE),match(birth))",
+  "or(eq(model.country,DE),gt(model.size,8))",
+  "and(match(coh*),not(eq(published,true)))",
+  "not(or(eq(studyIds,s2),exists(model.tags)))",
+  "and(lt(model.size,4),exists(model.contact))",
+  "eq(networkIds,n0)",
+  "model.size=ge=6",
 ];
 
 const PARAMS: ListParams[] = [
-  {}, { filter: "PUBLISHED" }, { filter: "IN_EDITION" }, { filter: "UNDER_REVIEW" }, { filter: "TO_DELETE" },
-  { study: "s2" }, { study: "s9" }, { exclude: ["n1,n2", "n3"] }, { sort: "name.en" }, { sort: "acronym.en", order: "desc" },
-  { sort: "name.fr", limit: 5, from: 2 }, { sort: "lastModifiedDate", order: "DESC", limit: 3 }, { from: 10, limit: 4 }, { limit: 0 },
+  {},
+  { filter: "PUBLISHED" },
+  { filter: "IN_EDITION" },
+  { filter: "UNDER_REVIEW" },
+  { filter: "TO_DELETE" },
+  { study: "s2" },
+  { study: "s9" },
+  { exclude: ["n1,n2", "n3"] },
+  { sort: "name.en" },
+  { sort: "acronym.en", order: "desc" },
+  { sort: "name.fr", limit: 5, from: 2 },
+  { sort: "lastModifiedDate", order: "DESC", limit: 3 },
+  { from: 10, limit: 4 },
+  { limit: 0 },
   { filter: "PUBLISHED", study: "s1", sort: "name.en", query: "match(r*)", exclude: ["n5"] },
 ];
 
@@ -106,11 +156,17 @@ function expectedList(records: readonly NetworkRecord[], params: ListParams): { 
 function compareAll(catalog: NetworkCatalog, live: ReadonlySet<string>, when: string): number {
   const records = [...live].map((id) => catalog.get(id));
   let nonEmpty = 0;
-  const cases: ListParams[] = [...PARAMS, ...QUERIES.map((query) => ({ query })), ...QUERIES.map((query) => ({ query, filter: "PUBLISHED", sort: "name.en", order: "desc", limit: 3 }))];
+  const cases: ListParams[] = [
+    ...PARAMS,
+    ...QUERIES.map((query) => ({ query })),
+    ...QUERIES.map((query) => ({ query, filter: "PUBLISHED", sort: "name.en", order: "desc", limit: 3 })),
+  ];
   for (const params of cases) {
     const actual = catalog.list(params);
     const expected = expectedList(records, params);
-    expect({ ids: actual.page.map((r) => r.document.id), total: actual.total }, `${when}: ${JSON.stringify(params)}`).to.deep.equal(expected);
+    expect({ ids: actual.page.map((r) => r.document.id), total: actual.total }, `${when}: ${JSON.stringify(params)}`).to.deep.equal(
+      expected,
+    );
     if (expected.total > 0) nonEmpty++;
   }
   return nonEmpty;

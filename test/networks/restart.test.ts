@@ -27,9 +27,18 @@ async function snapshot(url: string) {
   }
   const searches: Record<string, unknown> = {};
   for (const q of [
-    "query=match(sant%C3%A9)", "query=eq(published,true)", "query=like(name.en,heal*)", "query=eq(model.country,FR)",
-    "query=exists(model.tags)", "filter=PUBLISHED", "filter=IN_EDITION", "filter=UNDER_REVIEW", "filter=TO_DELETE",
-    "study=s2", "sort=name.en&order=desc&limit=2&from=1", "sort=lastModifiedDate",
+    "query=match(sant%C3%A9)",
+    "query=eq(published,true)",
+    "query=like(name.en,heal*)",
+    "query=eq(model.country,FR)",
+    "query=exists(model.tags)",
+    "filter=PUBLISHED",
+    "filter=IN_EDITION",
+    "filter=UNDER_REVIEW",
+    "filter=TO_DELETE",
+    "study=s2",
+    "sort=name.en&order=desc&limit=2&from=1",
+    "sort=lastModifiedDate",
   ]) {
     const res = await get(`/ws/draft/networks?${q}`);
     searches[q] = { ids: (res.body as { id: string }[]).map((n) => n.id), total: res.total };
@@ -57,20 +66,37 @@ describe("network catalogue across a server restart", function () {
       const res = await rest(url, method, path, { user: "cadmin", ...(body ? { headers: JSON_BODY, body: JSON.stringify(body) } : {}) });
       expect(res.status, `${method} ${path}: ${res.text}`).to.equal(status);
     };
-    await write("POST", "/ws/draft/networks", {
-      id: "health",
-      name: [{ lang: "en", value: "Health Network" }, { lang: "fr", value: "Réseau Santé" }],
-      acronym: [{ lang: "en", value: "HN" }],
-      studyIds: ["s1", "s2"],
-      content: JSON.stringify({ country: "CA", tags: ["a"] }),
-    }, 201);
-    await write("POST", "/ws/draft/networks", { id: "birth", name: [{ lang: "en", value: "Birth Cohorts" }], studyIds: ["s2"], content: '{"country":"FR"}' }, 201);
+    await write(
+      "POST",
+      "/ws/draft/networks",
+      {
+        id: "health",
+        name: [
+          { lang: "en", value: "Health Network" },
+          { lang: "fr", value: "Réseau Santé" },
+        ],
+        acronym: [{ lang: "en", value: "HN" }],
+        studyIds: ["s1", "s2"],
+        content: JSON.stringify({ country: "CA", tags: ["a"] }),
+      },
+      201,
+    );
+    await write(
+      "POST",
+      "/ws/draft/networks",
+      { id: "birth", name: [{ lang: "en", value: "Birth Cohorts" }], studyIds: ["s2"], content: '{"country":"FR"}' },
+      201,
+    );
     await write("POST", "/ws/draft/networks", { id: "gone", name: [{ lang: "en", value: "Gone" }] }, 201);
     await write("POST", "/ws/draft/networks", { id: "review", name: [{ lang: "en", value: "Healing" }] }, 201);
     await write("PUT", "/ws/draft/network/health/_publish");
     await write("PUT", "/ws/draft/network/health/model", { country: "CA", tags: ["a", "b"] });
     await write("PUT", "/ws/draft/network/birth/_publish");
-    await write("PUT", "/ws/draft/network/birth?comment=second", { name: [{ lang: "en", value: "Birth Cohorts" }], studyIds: ["s2", "s3"], content: '{"country":"FR"}' });
+    await write("PUT", "/ws/draft/network/birth?comment=second", {
+      name: [{ lang: "en", value: "Birth Cohorts" }],
+      studyIds: ["s2", "s3"],
+      content: '{"country":"FR"}',
+    });
     await write("PUT", "/ws/draft/network/birth/_publish");
     await write("DELETE", "/ws/draft/network/birth/_publish");
     await write("PUT", "/ws/draft/network/review/_status?value=UNDER_REVIEW");
@@ -96,7 +122,9 @@ describe("network catalogue across a server restart", function () {
     // A new publication continues the tag sequence instead of reusing a tag.
     const birth = await rest(server.url, "PUT", "/ws/draft/network/birth/_publish", { user: "cadmin" });
     expect(birth.status).to.equal(204);
-    const state = (await rest(server.url, "GET", "/ws/draft/network/birth", { user: "cadmin" })).json<Record<string, { publishedTag: string }>>();
+    const state = (await rest(server.url, "GET", "/ws/draft/network/birth", { user: "cadmin" })).json<
+      Record<string, { publishedTag: string }>
+    >();
     expect(state["vendor.catalog.EntityStateDto.state"]!.publishedTag).to.equal("3");
   });
 });

@@ -8,14 +8,18 @@ const ids = (r: { page: readonly { document: { id: string } }[] }) => r.page.map
 describe("RQL parser", () => {
   it("reads calls, FIQL, arrays, quoted strings, percent-encoding and typed values", () => {
     expect(parseRql("and(eq(id,a),in(studyIds,(s1,s2)))")).to.deep.equal({
-      kind: "call", op: "and", at: 0,
+      kind: "call",
+      op: "and",
+      at: 0,
       args: [
         { kind: "call", op: "eq", args: ["id", "a"], at: 4 },
         { kind: "call", op: "in", args: ["studyIds", ["s1", "s2"]], at: 13 },
       ],
     });
     expect(parseRql("published=true&revisionsAhead=ge=2")).to.deep.equal({
-      kind: "call", op: "and", at: 0,
+      kind: "call",
+      op: "and",
+      at: 0,
       args: [
         { kind: "call", op: "eq", args: ["published", true], at: 0 },
         { kind: "call", op: "ge", args: ["revisionsAhead", 2], at: 15 },
@@ -58,7 +62,10 @@ describe("network search and listing", () => {
     const docs: NetworkInput[] = [
       {
         id: "health",
-        name: [{ lang: "en", value: "Health Network" }, { lang: "fr", value: "Réseau Santé" }],
+        name: [
+          { lang: "en", value: "Health Network" },
+          { lang: "fr", value: "Réseau Santé" },
+        ],
         acronym: [{ lang: "en", value: "HN" }],
         description: [{ lang: "en", value: "<p>Cohorts on <b>ageing</b></p>" }],
         studyIds: ["s1", "s2"],
@@ -67,7 +74,10 @@ describe("network search and listing", () => {
       {
         id: "birth",
         name: [{ lang: "en", value: "Birth Cohorts" }],
-        acronym: [{ lang: "en", value: "BC" }, { lang: "fr", value: "CN" }],
+        acronym: [
+          { lang: "en", value: "BC" },
+          { lang: "fr", value: "CN" },
+        ],
         studyIds: ["s2"],
         model: { country: "FR", size: 3 },
       },

@@ -23,7 +23,14 @@ export interface FolderServer {
 /** The whole server in this process, on a free loopback port, R not started. */
 export async function startOnFolder(dataDir: string): Promise<FolderServer> {
   const base = defaults();
-  const config: Config = { ...base, port: 0, host: "127.0.0.1", dataDir, users: USERS, r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() } };
+  const config: Config = {
+    ...base,
+    port: 0,
+    host: "127.0.0.1",
+    dataDir,
+    users: USERS,
+    r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() },
+  };
   const rock = await startRock(config, { logger: createLogger({ level: "warn" }), announce: () => {} });
   return { url: `http://127.0.0.1:${rock.port}`, port: rock.port, stop: () => rock.close() };
 }
@@ -75,7 +82,10 @@ export async function spawnServer(dataDir: string): Promise<ServerProcess> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderr}`);
-    const up = await fetch(`${url}/_info`).then((r) => r.ok, () => false);
+    const up = await fetch(`${url}/_info`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (up) break;
     if (Date.now() > deadline) {
       await gone();

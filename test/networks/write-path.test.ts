@@ -19,7 +19,10 @@ const en = (value: string) => [{ lang: "en", value }];
 
 function input(i: number, extra: NetworkInput = {}): NetworkInput {
   return {
-    name: [{ lang: "en", value: `Health cohort ${i}` }, { lang: "fr", value: `Réseau santé ${i}` }],
+    name: [
+      { lang: "en", value: `Health cohort ${i}` },
+      { lang: "fr", value: `Réseau santé ${i}` },
+    ],
     acronym: en(`HC${i}`),
     description: en(`<p>About <b>birth</b> ${i}</p>`),
     studyIds: [`s${i % 3}`],
@@ -38,11 +41,21 @@ describe("network catalogue write path", () => {
   });
 
   it("writes a revision as JSON.stringify would", () => {
-    const document = { id: "a", name: en("A \"quoted\" ☃"), acronym: [], description: [], model: { k: [1, null] }, studyIds: [], studySummaries: [], memberships: [], networkIds: [] };
+    const document = {
+      id: "a",
+      name: en('A "quoted" ☃'),
+      acronym: [],
+      description: [],
+      model: { k: [1, null] },
+      studyIds: [],
+      studySummaries: [],
+      memberships: [],
+      networkIds: [],
+    };
     const json = JSON.stringify(document);
-    for (const comment of [undefined, "", "a \"comment\"\n"]) {
-      const record = { seq: 12, author: "al\"ice", date: "2026-01-02T03:04:05.000Z", ...(comment ? { comment } : {}), document };
-      expect(revisionJson(12, "al\"ice", "2026-01-02T03:04:05.000Z", comment, json)).to.equal(JSON.stringify(record));
+    for (const comment of [undefined, "", 'a "comment"\n']) {
+      const record = { seq: 12, author: 'al"ice', date: "2026-01-02T03:04:05.000Z", ...(comment ? { comment } : {}), document };
+      expect(revisionJson(12, 'al"ice', "2026-01-02T03:04:05.000Z", comment, json)).to.equal(JSON.stringify(record));
     }
   });
 
@@ -61,7 +74,10 @@ describe("network catalogue write path", () => {
       const record = c.get("a");
       expect(await c.storedEntry("a"), check).to.deep.equal(indexEntryOf(record));
       const revisions = (await c.revisions("a")).map((r) => r.revision);
-      expect(revisions.map((r) => [r.seq, r.author, r.comment ?? null]), check).to.deep.equal([
+      expect(
+        revisions.map((r) => [r.seq, r.author, r.comment ?? null]),
+        check,
+      ).to.deep.equal([
         [4, "dan", "Restored revision 1"],
         [3, "carol", null],
         [2, "bob", null],
@@ -98,7 +114,14 @@ describe("network catalogue write path", () => {
     const reused = indexEntryOf(sameTexts, before);
     expect(reused).to.deep.equal(indexEntryOf(sameTexts));
     expect(reused.words).to.equal(before.entry.words);
-    for (const name of [en("Health cohort 1"), [...r.document.name].reverse(), [{ lang: "en", value: "Health cohort 1" }, { lang: "fr", value: "Réseau santé 2" }]]) {
+    for (const name of [
+      en("Health cohort 1"),
+      [...r.document.name].reverse(),
+      [
+        { lang: "en", value: "Health cohort 1" },
+        { lang: "fr", value: "Réseau santé 2" },
+      ],
+    ]) {
       const changed = { document: { ...r.document, name }, state: r.state };
       expect(indexEntryOf(changed, before), JSON.stringify(name)).to.deep.equal(indexEntryOf(changed));
     }
@@ -127,28 +150,36 @@ describe("network catalogue write path", () => {
       const id = `n${i}`;
       if (i % 3 === 0) {
         const model: JsonObject = i % 2 ? {} : { country: "FR", tags: [] };
-        writes.push(c.update(id, input(i + 100, { model }), "bob").then(() => {
-          expect(finds(`and(eq(id,${id}),match(sante ${i + 100}))`, { sort: "name.en" }), id).to.equal(true);
-          expect(finds(`and(eq(id,${id}),exists(model.tags))`), id).to.equal(false);
-          snapshot();
-        }));
+        writes.push(
+          c.update(id, input(i + 100, { model }), "bob").then(() => {
+            expect(finds(`and(eq(id,${id}),match(sante ${i + 100}))`, { sort: "name.en" }), id).to.equal(true);
+            expect(finds(`and(eq(id,${id}),exists(model.tags))`), id).to.equal(false);
+            snapshot();
+          }),
+        );
       } else if (i % 3 === 1) {
-        writes.push(c.publish(id, "rita").then(() => {
-          expect(finds(`eq(id,${id})`, { filter: "PUBLISHED", sort: "lastModifiedDate", order: "desc" }), id).to.equal(true);
-          snapshot();
-        }));
+        writes.push(
+          c.publish(id, "rita").then(() => {
+            expect(finds(`eq(id,${id})`, { filter: "PUBLISHED", sort: "lastModifiedDate", order: "desc" }), id).to.equal(true);
+            snapshot();
+          }),
+        );
       } else {
-        writes.push(c.setStatus(id, "UNDER_REVIEW").then(() => {
-          expect(finds(`and(eq(id,${id}),eq(revisionStatus,UNDER_REVIEW))`, { filter: "UNDER_REVIEW" }), id).to.equal(true);
-          snapshot();
-        }));
+        writes.push(
+          c.setStatus(id, "UNDER_REVIEW").then(() => {
+            expect(finds(`and(eq(id,${id}),eq(revisionStatus,UNDER_REVIEW))`, { filter: "UNDER_REVIEW" }), id).to.equal(true);
+            snapshot();
+          }),
+        );
       }
       if (i === 10) {
-        writes.push(c.delete("n31").then(async () => {
-          expect(c.list({ query: "eq(id,n31)" }).total).to.equal(0);
-          await c.create(input(31, { id: "n31", name: en("Zeta") }), "eve");
-          expect(finds("and(eq(id,n31),like(name.en,zet*))", { sort: "name.en" })).to.equal(true);
-        }));
+        writes.push(
+          c.delete("n31").then(async () => {
+            expect(c.list({ query: "eq(id,n31)" }).total).to.equal(0);
+            await c.create(input(31, { id: "n31", name: en("Zeta") }), "eve");
+            expect(finds("and(eq(id,n31),like(name.en,zet*))", { sort: "name.en" })).to.equal(true);
+          }),
+        );
       }
       if (i % 7 === 0) await new Promise((r) => setImmediate(r));
     }
@@ -191,9 +222,11 @@ describe("KeyedMutex", () => {
     expect(log).to.deep.equal(["first starts", "other runs", "first ends", "second runs"]);
     expect(await m.run("k", () => Promise.resolve(4))).to.equal(4);
     let threw: unknown;
-    await m.run("k", () => {
-      throw new Error("sync");
-    }).catch((e: unknown) => (threw = e));
+    await m
+      .run("k", () => {
+        throw new Error("sync");
+      })
+      .catch((e: unknown) => (threw = e));
     expect((threw as Error).message).to.equal("sync");
   });
 });
@@ -211,8 +244,45 @@ describe("words", () => {
     // marks outside U+0300–U+036F, letters without ASCII folding, other scripts, a final sigma,
     // surrogate pairs and lone surrogates, tags and stray brackets, separators.
     const pieces = [
-      "a", "Z", "7", " ", "-", ".", "'", "<", ">", "<b>", "é", "E\u0301", "\u0327", "\u0300\u0301", "ß", "ø", "Æ", "İ", "K",
-      "ΑΣ", "Σ", "ς", "д", "Ж", "\u05b0", "\u0903", "\u20dd", "\u3099", "か\u3099", "ｶ", "²", "Ⅻ", "𝔘", "😀", "\ud800", "\udfff", "ª", "\u00a0", "\u200b",
+      "a",
+      "Z",
+      "7",
+      " ",
+      "-",
+      ".",
+      "'",
+      "<",
+      ">",
+      "<b>",
+      "é",
+      "E\u0301",
+      "\u0327",
+      "\u0300\u0301",
+      "ß",
+      "ø",
+      "Æ",
+      "İ",
+      "K",
+      "ΑΣ",
+      "Σ",
+      "ς",
+      "д",
+      "Ж",
+      "\u05b0",
+      "\u0903",
+      "\u20dd",
+      "\u3099",
+      "か\u3099",
+      "ｶ",
+      "²",
+      "Ⅻ",
+      "𝔘",
+      "😀",
+      "\ud800",
+      "\udfff",
+      "ª",
+      "\u00a0",
+      "\u200b",
     ];
     let seed = 7;
     const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;

@@ -61,12 +61,14 @@ describe("R packages through REST and gRPC", function () {
     for (const p of ["/rserver/packages/_stats", "/rserver/packages/_datashield"]) {
       const res = await rest(server.url, "GET", p, { user: "manager" });
       const settings = res.json<Record<string, Record<string, string[]>>>();
-      expect(settings["dsTestA"]?.["AssignMethods"]).to.deep.equal(["asFactorDS", "cbindDS"]);
+      expect(settings.dsTestA?.AssignMethods).to.deep.equal(["asFactorDS", "cbindDS"]);
     }
   });
 
   it("streams the installation from git over gRPC, ending with the installed version", async () => {
-    const events = await collect(grpc.r.installPackageStream({ name: "gitPkg", manager: "git", ref: "v2", update: false }, metadataFor("manager")));
+    const events = await collect(
+      grpc.r.installPackageStream({ name: "gitPkg", manager: "git", ref: "v2", update: false }, metadataFor("manager")),
+    );
     const last = events[events.length - 1] as InstallPackageStreamResponse;
     expect(last.installedVersion).to.equal("2.0.0");
     expect(events.filter((e) => e.line !== undefined).length).to.be.greaterThan(0);
@@ -81,7 +83,7 @@ describe("R packages through REST and gRPC", function () {
   });
 
   it("refuses invalid names and refs with 400 and a failed install with R's message", async () => {
-    const bad = await rest(server.url, "POST", "/rserver/packages?name=" + encodeURIComponent("x'); system('id"), { user: "manager" });
+    const bad = await rest(server.url, "POST", `/rserver/packages?name=${encodeURIComponent("x'); system('id")}`, { user: "manager" });
     expect(bad.status).to.equal(400);
     expect(bad.json<{ message: string }>().message).to.match(/Invalid R package name/);
     const badRef = await rest(server.url, "POST", "/rserver/packages?name=gitPkg&manager=git&ref=--upload-pack%3Dx", { user: "manager" });
@@ -96,7 +98,9 @@ describe("R packages through REST and gRPC", function () {
   it("lets managers and administrators manage packages, not users", async () => {
     expect((await rest(server.url, "GET", "/rserver/packages", { user: "user" })).status).to.equal(403);
     expect((await rest(server.url, "POST", "/rserver/packages?name=plainPkg", { user: "user" })).status).to.equal(403);
-    const code = await new Promise<number>((resolve) => grpc.r.listPackages({ accept: "" }, metadataFor("user"), (err) => resolve(err?.code ?? 0)));
+    const code = await new Promise<number>((resolve) =>
+      grpc.r.listPackages({ accept: "" }, metadataFor("user"), (err) => resolve(err?.code ?? 0)),
+    );
     expect(code).to.equal(7);
   });
 

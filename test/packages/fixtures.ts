@@ -128,7 +128,10 @@ async function buildWorld(root: string): Promise<PackageWorld> {
     await r(["CMD", "build", "--no-manual", "--no-build-vignettes", "--no-resave-data", dir], contrib);
   };
   const index = () =>
-    r(["--no-echo", "--no-save", "--no-restore", "-e", "tools::write_PACKAGES(commandArgs(TRUE)[1], type = 'source')", "--args", contrib], root);
+    r(
+      ["--no-echo", "--no-save", "--no-restore", "-e", "tools::write_PACKAGES(commandArgs(TRUE)[1], type = 'source')", "--args", contrib],
+      root,
+    );
 
   await Promise.all(Object.entries(PACKAGES).map(([name, pkg]) => build(name, "1.0.0", pkg)));
   await index();

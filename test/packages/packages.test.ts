@@ -95,15 +95,51 @@ describe("R packages (real R, local repositories)", function () {
       const blind = managerOf(ownLog, { rExecutable: "/nonexistent/R" });
       const h = createPackageHandlers(blind);
       const attempts: [string, Promise<unknown>][] = [
-        ["spliced R", h.installPackage(create(InstallPackageRequestSchema, { name: "x');system('id" }), context(M.installPackage)) as Promise<unknown>],
-        ["bad manager", h.installPackage(create(InstallPackageRequestSchema, { name: "dsTestA", manager: "pip" }), context(M.installPackage)) as Promise<unknown>],
-        ["option ref", h.installPackage(create(InstallPackageRequestSchema, { name: "pkg", manager: "git", ref: "--upload-pack=touch" }), context(M.installPackage)) as Promise<unknown>],
-        ["dotdot ref", h.installPackage(create(InstallPackageRequestSchema, { name: "org/pkg", manager: "g", ref: "a/../b" }), context(M.installPackage)) as Promise<unknown>],
-        ["deep git name", h.installPackage(create(InstallPackageRequestSchema, { name: "a/b/c", manager: "git" }), context(M.installPackage)) as Promise<unknown>],
+        [
+          "spliced R",
+          h.installPackage(create(InstallPackageRequestSchema, { name: "x');system('id" }), context(M.installPackage)) as Promise<unknown>,
+        ],
+        [
+          "bad manager",
+          h.installPackage(
+            create(InstallPackageRequestSchema, { name: "dsTestA", manager: "pip" }),
+            context(M.installPackage),
+          ) as Promise<unknown>,
+        ],
+        [
+          "option ref",
+          h.installPackage(
+            create(InstallPackageRequestSchema, { name: "pkg", manager: "git", ref: "--upload-pack=touch" }),
+            context(M.installPackage),
+          ) as Promise<unknown>,
+        ],
+        [
+          "dotdot ref",
+          h.installPackage(
+            create(InstallPackageRequestSchema, { name: "org/pkg", manager: "g", ref: "a/../b" }),
+            context(M.installPackage),
+          ) as Promise<unknown>,
+        ],
+        [
+          "deep git name",
+          h.installPackage(
+            create(InstallPackageRequestSchema, { name: "a/b/c", manager: "git" }),
+            context(M.installPackage),
+          ) as Promise<unknown>,
+        ],
         ["path describe", h.getPackage(create(GetPackageRequestSchema, { name: "../etc" }), context(M.getPackage)) as Promise<unknown>],
-        ["one bad of several", h.removePackages(create(RemovePackagesRequestSchema, { name: ["dsTestA,not valid"] }), context(M.removePackages)) as Promise<unknown>],
+        [
+          "one bad of several",
+          h.removePackages(
+            create(RemovePackagesRequestSchema, { name: ["dsTestA,not valid"] }),
+            context(M.removePackages),
+          ) as Promise<unknown>,
+        ],
         ["no names", h.removePackages(create(RemovePackagesRequestSchema, { name: [] }), context(M.removePackages)) as Promise<unknown>],
-        ["bad single remove", h.removePackage(create(RemovePackageRequestSchema, { name: "rm -rf" }), context(M.removePackage)) as Promise<unknown>],
+        [
+          "bad single remove",
+          h.removePackage(create(RemovePackageRequestSchema, { name: "rm -rf" }), context(M.removePackage)) as Promise<unknown>,
+        ],
         ["bad describe", blind.describe("1abc")],
       ];
       for (const [what, attempt] of attempts) {
@@ -126,7 +162,10 @@ describe("R packages (real R, local repositories)", function () {
       expect(ownLog.join("")).to.include("[packages] describe dsTestA");
       // `ref` applies only to git (r-execution-service §4): the other managers ignore even one git would refuse.
       for (const manager of ["archive", "cran", "collection", "bioc"]) {
-        const install = h.installPackage(create(InstallPackageRequestSchema, { name: "dsTestA", manager, ref: "--upload-pack=touch" }), context(M.installPackage));
+        const install = h.installPackage(
+          create(InstallPackageRequestSchema, { name: "dsTestA", manager, ref: "--upload-pack=touch" }),
+          context(M.installPackage),
+        );
         const ignored = await rejection(Promise.resolve(install));
         expect(ignored.kind, `${manager}: ${ignored.message}`).to.equal("internal");
       }
@@ -153,14 +192,20 @@ describe("R packages (real R, local repositories)", function () {
       expect(first).to.deep.equal({ name: "dsTestB", version: "1.0.0" });
       expect(second).to.deep.equal({ name: "plainPkg", version: "1.0.0" });
       expect(lines.some((line) => line.includes("DONE (dsTestB)"))).to.equal(true);
-      expect(lines.some((line) => line.includes("plainPkg")), "only this call's lines").to.equal(false);
+      expect(
+        lines.some((line) => line.includes("plainPkg")),
+        "only this call's lines",
+      ).to.equal(false);
       // Serialized: the second R only started once the first had finished.
       const text = log.join("");
       expect(text.indexOf("[packages] install plainPkg")).to.be.greaterThan(text.indexOf("[packages] done: install dsTestB"));
     });
 
     it("describes a package as JSON and as R serialization; unknown is NotFound", async () => {
-      const json = await handlers.getPackage(create(GetPackageRequestSchema, { name: "dsTestA", accept: "application/json" }), context(M.getPackage));
+      const json = await handlers.getPackage(
+        create(GetPackageRequestSchema, { name: "dsTestA", accept: "application/json" }),
+        context(M.getPackage),
+      );
       expect(json.answer?.case).to.equal("description");
       const description = json.answer?.value as Record<string, unknown>;
       expect(description).to.include({ name: "dsTestA", Package: "dsTestA", Version: "1.0.0", Title: "Test Package dsTestA" });
@@ -173,10 +218,16 @@ describe("R packages (real R, local repositories)", function () {
       expect(rds.answer?.case).to.equal("serialized");
       if (rds.answer?.case !== "serialized") return;
       expect(rds.answer.value.contentType).to.equal("application/octet-stream");
-      const printed = await inspectSerialized(world, rds.answer.value.data ?? new Uint8Array(), 'cat(is.list(x), x$name, x$Version, x$Maintainer, sep = "|")');
+      const printed = await inspectSerialized(
+        world,
+        rds.answer.value.data ?? new Uint8Array(),
+        'cat(is.list(x), x$name, x$Version, x$Maintainer, sep = "|")',
+      );
       expect(printed).to.equal("TRUE|dsTestA|1.0.0|Test <test@example.org>");
 
-      const missing = await rejection(handlers.getPackage(create(GetPackageRequestSchema, { name: "noSuchPkg" }), context(M.getPackage)) as Promise<unknown>);
+      const missing = await rejection(
+        handlers.getPackage(create(GetPackageRequestSchema, { name: "noSuchPkg" }), context(M.getPackage)) as Promise<unknown>,
+      );
       expect(missing.kind).to.equal("not_found");
       expect(missing.message).to.equal("No such R package: noSuchPkg");
     });
@@ -192,7 +243,14 @@ describe("R packages (real R, local repositories)", function () {
       expect(matrix.columnNames).to.have.length(24);
       expect(matrix.columnNames.slice(0, 3)).to.deep.equal(["Package", "LibPath", "Version"]);
       expect(matrix.columnNames.slice(-8)).to.deep.equal([
-        "Title", "Description", "Author", "Maintainer", "Date/Publication", "AggregateMethods", "AssignMethods", "Options",
+        "Title",
+        "Description",
+        "Author",
+        "Maintainer",
+        "Date/Publication",
+        "AggregateMethods",
+        "AssignMethods",
+        "Options",
       ]);
       const index = matrix.rowNames.indexOf("dsTestA");
       expect(index).to.be.at.least(0);
@@ -207,7 +265,10 @@ describe("R packages (real R, local repositories)", function () {
       expect(cell("Options")).to.equal("datashield.privacyLevel=5");
       expect(cell("Date/Publication")).to.equal(null);
 
-      const rds = await handlers.listPackages(create(ListPackagesRequestSchema, { accept: "application/octet-stream" }), context(M.listPackages));
+      const rds = await handlers.listPackages(
+        create(ListPackagesRequestSchema, { accept: "application/octet-stream" }),
+        context(M.listPackages),
+      );
       expect(rds.answer?.case).to.equal("serialized");
       if (rds.answer?.case !== "serialized") return;
       const printed = await inspectSerialized(
@@ -286,16 +347,23 @@ describe("R packages (real R, local repositories)", function () {
   describe("failures", () => {
     it("reports a package the archive does not have as an error carrying R's message", async () => {
       const error = await rejection(
-        handlers.installPackage(create(InstallPackageRequestSchema, { name: "noSuchPkg", manager: "archive" }), context(M.installPackage)) as Promise<unknown>,
+        handlers.installPackage(
+          create(InstallPackageRequestSchema, { name: "noSuchPkg", manager: "archive" }),
+          context(M.installPackage),
+        ) as Promise<unknown>,
       );
       expect(error.kind).to.equal("internal");
-      expect(error.message).to.match(/^Package 'noSuchPkg' could not be installed from the package archive: .*noSuchPkg.* is not available/s);
+      expect(error.message).to.match(
+        /^Package 'noSuchPkg' could not be installed from the package archive: .*noSuchPkg.* is not available/s,
+      );
     });
 
     it("reports a package that fails to install as an error, not as success", async () => {
       const error = await rejection(manager.install({ name: "brokenPkg" }));
       expect(error.kind).to.equal("internal");
-      expect(error.message).to.match(/^Package 'brokenPkg' could not be installed from the package archive: .*installation of package .*brokenPkg.* had non-zero exit status/s);
+      expect(error.message).to.match(
+        /^Package 'brokenPkg' could not be installed from the package archive: .*installation of package .*brokenPkg.* had non-zero exit status/s,
+      );
       expect((await rejection(manager.describe("brokenPkg"))).kind).to.equal("not_found");
     });
 
@@ -334,16 +402,16 @@ describe("R packages (real R, local repositories)", function () {
       let waiting = false;
       const started = Date.now();
       const ended = await (async () => {
-          for await (const message of stream) {
-            if (message.event?.case === "installedVersion") expect.fail("the install should not have finished");
-            // The configure script, a grandchild of R, is now sleeping.
-            if (message.event?.case === "line" && message.event.value.includes("slowPkg is waiting") && !waiting) {
-              waiting = true;
-              expect((await processesMentioning(world.scratch)).length).to.be.greaterThan(1);
-              controller.abort();
-            }
+        for await (const message of stream) {
+          if (message.event?.case === "installedVersion") expect.fail("the install should not have finished");
+          // The configure script, a grandchild of R, is now sleeping.
+          if (message.event?.case === "line" && message.event.value.includes("slowPkg is waiting") && !waiting) {
+            waiting = true;
+            expect((await processesMentioning(world.scratch)).length).to.be.greaterThan(1);
+            controller.abort();
           }
-        })().then(
+        }
+      })().then(
         () => "completed",
         (e: unknown) => e,
       );

@@ -24,16 +24,27 @@ describe("package validation", () => {
   it("accepts R package names and refuses anything else", () => {
     for (const name of ["dsBase", "data.table", "R6", "a1"]) expect(validatePackageName(name)).to.equal(name);
     for (const name of ["", "a", "1abc", ".hidden", "ab.", "a_b", "a-b", "a b", "a'b", "a;b", "a/b", "ä1", "x\ny", "a".repeat(201)]) {
-      expect(kindOf(() => validatePackageName(name)), JSON.stringify(name)).to.equal("invalid");
+      expect(
+        kindOf(() => validatePackageName(name)),
+        JSON.stringify(name),
+      ).to.equal("invalid");
     }
   });
 
   it("maps managers and their aliases, refusing unknown ones", () => {
     expect(["", "archive", "cran", "CRAN"].map(parseSource)).to.deep.equal(["archive", "archive", "archive", "archive"]);
     expect(["git", "g", "Git", "github", "gh"].map(parseSource)).to.deep.equal(["git", "git", "git", "git", "git"]);
-    expect(["collection", "coll", "bioc", "Bioconductor"].map(parseSource)).to.deep.equal(["collection", "collection", "collection", "collection"]);
+    expect(["collection", "coll", "bioc", "Bioconductor"].map(parseSource)).to.deep.equal([
+      "collection",
+      "collection",
+      "collection",
+      "collection",
+    ]);
     for (const manager of ["pip", "archive;", "gitlab", "cran2"]) {
-      expect(kindOf(() => parseSource(manager)), manager).to.equal("invalid");
+      expect(
+        kindOf(() => parseSource(manager)),
+        manager,
+      ).to.equal("invalid");
     }
   });
 
@@ -42,8 +53,27 @@ describe("package validation", () => {
     for (const ref of ["master", "v2", "release/1.2", "6.3.0-dev", "a1b2c3d4e5", "feature_x"]) {
       expect(validateGitRef(ref)).to.equal(ref);
     }
-    for (const ref of ["..", "a..b", "-x", "--upload-pack=evil", "/abs", "a/", "a//b", "a.", "a b", "a;b", "$(id)", "a@{1}", "a~1", "a^", "a:b"]) {
-      expect(kindOf(() => validateGitRef(ref)), ref).to.equal("invalid");
+    for (const ref of [
+      "..",
+      "a..b",
+      "-x",
+      "--upload-pack=evil",
+      "/abs",
+      "a/",
+      "a//b",
+      "a.",
+      "a b",
+      "a;b",
+      "$(id)",
+      "a@{1}",
+      "a~1",
+      "a^",
+      "a:b",
+    ]) {
+      expect(
+        kindOf(() => validateGitRef(ref)),
+        ref,
+      ).to.equal("invalid");
     }
   });
 
@@ -51,8 +81,24 @@ describe("package validation", () => {
     expect(parseGitName("dsBase", "datashield")).to.deep.equal({ organization: "datashield", repository: "dsBase" });
     expect(parseGitName("obiba/resourcer", "datashield")).to.deep.equal({ organization: "obiba", repository: "resourcer" });
     expect(parseGitName("my-org/my_repo.r", "x")).to.deep.equal({ organization: "my-org", repository: "my_repo.r" });
-    for (const name of ["a/b/c", "/repo", "org/", "-org/repo", "org-/repo", "org/-repo", "org/..", "org/.git", "org/a..b", "org/a b", "org/r;m", "bad_name"]) {
-      expect(kindOf(() => parseGitName(name, "datashield")), name).to.equal("invalid");
+    for (const name of [
+      "a/b/c",
+      "/repo",
+      "org/",
+      "-org/repo",
+      "org-/repo",
+      "org/-repo",
+      "org/..",
+      "org/.git",
+      "org/a..b",
+      "org/a b",
+      "org/r;m",
+      "bad_name",
+    ]) {
+      expect(
+        kindOf(() => parseGitName(name, "datashield")),
+        name,
+      ).to.equal("invalid");
     }
     expect(kindOf(() => parseGitName("dsBase", ""))).to.equal("precondition");
   });

@@ -8,12 +8,7 @@ import { join } from "node:path";
 import type * as grpcJs from "@grpc/grpc-js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import type {
-  DownloadFileResponse,
-  TailLogResponse,
-  UploadFileRequest,
-  UploadFileResponse,
-} from "../../gen/grpc-js/rock/r/v1/rservice.js";
+import type { DownloadFileResponse, TailLogResponse, UploadFileRequest, UploadFileResponse } from "../../gen/grpc-js/rock/r/v1/rservice.js";
 import { basic, startTestServer, type TestServer } from "../support/server.js";
 import { connectClient, grpcClients, metadataFor, rest, type RestAnswer } from "../support/clients.js";
 import { createLogger } from "../../src/server/logger.js";
@@ -52,8 +47,6 @@ async function inR(bytes: Buffer, code: string): Promise<string> {
   }
 }
 
-
-
 /** The process group of a process (an R session's is its R server's pid). */
 function groupOf(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -84,7 +77,11 @@ function multipart(parts: Array<{ name: string; value: string | Buffer; filename
   for (const part of parts) {
     const disposition = `form-data; name="${part.name}"${part.filename ? `; filename="${part.filename}"` : ""}`;
     const type = part.filename ? "Content-Type: application/octet-stream\r\n" : "";
-    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${type}\r\n`), Buffer.from(part.value), Buffer.from("\r\n"));
+    chunks.push(
+      Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${type}\r\n`),
+      Buffer.from(part.value),
+      Buffer.from("\r\n"),
+    );
   }
   chunks.push(Buffer.from(`--${boundary}--\r\n`));
   return { body: Buffer.concat(chunks), type: `multipart/form-data; boundary=${boundary}` };
@@ -106,7 +103,10 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
 
   before(async () => {
     // Tests keep their sessions open: no per-user session limit here (limits are tested on their own).
-    server = await startTestServer({ r: { startOnBoot: true, maxSessionsPerUser: 0 }, logger: createLogger({ level: "warn", destination }) });
+    server = await startTestServer({
+      r: { startOnBoot: true, maxSessionsPerUser: 0 },
+      logger: createLogger({ level: "warn", destination }),
+    });
     grpc = grpcClients(server.port);
   });
   after(async () => {
@@ -184,7 +184,10 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
       expect(res.status).to.equal(200);
       expect(res.headers.get("content-type")).to.equal("application/x-ndjson");
       expect(res.text.endsWith("\n")).to.equal(true);
-      const lines = res.text.trimEnd().split("\n").map((line) => JSON.parse(line) as unknown);
+      const lines = res.text
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.parse(line) as unknown);
       expect(lines).to.deep.equal([{ output: "one\n" }, { message: "two\n" }, { warning: "three" }, { json: [1, 2, 3] }]);
       const failed = await call("POST", `/r/session/${id}/_execute`, "user", { body: "stop('bad')", headers: RSCRIPT });
       expect(failed.status).to.equal(200);
@@ -335,7 +338,9 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
       expect(res.answer.case).to.equal("value");
       expect(Buffer.from(res.answer.case === "value" ? res.answer.value.data : []).toString()).to.equal("55");
       const other = connectClient(RService, server.port, "connect", "user2");
-      const refused = await other.eval({ id, script: { contentType: "application/x-rscript", data: Buffer.from("1") } }).catch((e: unknown) => e);
+      const refused = await other
+        .eval({ id, script: { contentType: "application/x-rscript", data: Buffer.from("1") } })
+        .catch((e: unknown) => e);
       expect(ConnectError.from(refused).code).to.equal(Code.PermissionDenied);
     });
 

@@ -53,7 +53,9 @@ describe("big results and printed output", () => {
       expect(kept.length).to.be.greaterThan(0);
       expect(Math.max(...kept.map((line) => line.length))).to.be.at.most(MAX_LINE_CHARS);
 
-      const files = readdirSync(rig.dataDir).filter((name) => name.startsWith("rserver.log")).sort();
+      const files = readdirSync(rig.dataDir)
+        .filter((name) => name.startsWith("rserver.log"))
+        .sort();
       expect(files).to.deep.equal(["rserver.log", "rserver.log.1", "rserver.log.2"]);
       for (const name of files) expect(statSync(join(rig.dataDir, name)).size, name).to.be.at.most(LOG_MAX_BYTES);
     });
@@ -71,7 +73,9 @@ describe("big results and printed output", () => {
       const session = await rig.engine.createSession("alice");
       await session.eval(text(`x <- ${x}; NULL`), "json");
       const digest = await session.eval(
-        text("f <- tempfile(); writeBin(charToRaw(enc2utf8(as.character(jsonlite::toJSON(x, auto_unbox=TRUE, null='null', na='null', digits=NA)))), f); d <- unname(tools::md5sum(f)); unlink(f); d"),
+        text(
+          "f <- tempfile(); writeBin(charToRaw(enc2utf8(as.character(jsonlite::toJSON(x, auto_unbox=TRUE, null='null', na='null', digits=NA)))), f); d <- unname(tools::md5sum(f)); unlink(f); d",
+        ),
         "json",
       );
       return { session, want: JSON.parse(digest.toString()) as string };

@@ -17,10 +17,12 @@ function evalThenLeave(server: TestServer, id: string, code: string, user: strin
       headers: { ...RSCRIPT, authorization: basic(user) },
     });
     req.on("error", () => resolve());
-    req.end(code, () => setTimeout(() => {
-      req.destroy();
-      resolve();
-    }, 300));
+    req.end(code, () =>
+      setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 300),
+    );
   });
 }
 
@@ -33,7 +35,8 @@ describe("limits of sessions and calls over REST and gRPC", function () {
   after(async () => server?.stop());
 
   const newSession = (user: string) => rest(server.url, "POST", "/r/sessions", { user, headers: { "content-type": "application/json" } });
-  const evalR = (id: string, code: string, user: string) => rest(server.url, "POST", `/r/session/${id}/_eval`, { user, body: code, headers: RSCRIPT });
+  const evalR = (id: string, code: string, user: string) =>
+    rest(server.url, "POST", `/r/session/${id}/_eval`, { user, body: code, headers: RSCRIPT });
   const endSession = (id: string, user: string) => rest(server.url, "DELETE", `/r/session/${id}`, { user });
 
   it("answers 429 with a message past the sessions per user and in total, and again 201 once one closes", async () => {
@@ -83,7 +86,17 @@ describe("limits of sessions and calls over REST and gRPC", function () {
     const grpc = grpcClients(server.port);
     try {
       const error = await call<EvalResponse>((cb) =>
-        grpc.r.eval({ id, script: { contentType: "application/x-rscript", data: Buffer.from("repeat {}"), extensions: [] }, accept: "", async: false }, metadataFor("user"), { deadline: Date.now() + 500 }, cb),
+        grpc.r.eval(
+          {
+            id,
+            script: { contentType: "application/x-rscript", data: Buffer.from("repeat {}"), extensions: [] },
+            accept: "",
+            async: false,
+          },
+          metadataFor("user"),
+          { deadline: Date.now() + 500 },
+          cb,
+        ),
       ).then(
         () => undefined,
         (e: { code: number }) => e,

@@ -50,31 +50,38 @@ describe("ConsoleLog: long lines and large appends", () => {
     for (let i = 0; i < 300; i++) log.append("y".repeat(1000));
     expect(lines.map((line) => line.length)).to.deep.equal([MAX_LINE_CHARS, MAX_LINE_CHARS, MAX_LINE_CHARS, MAX_LINE_CHARS]);
     log.append("\nz");
-    log.append("z".repeat(MAX_LINE_CHARS - 1) + "\nend\n");
+    log.append(`${"z".repeat(MAX_LINE_CHARS - 1)}\nend\n`);
     expect(lines.slice(4).map((line) => line.length)).to.deep.equal([300_000 - 4 * MAX_LINE_CHARS, MAX_LINE_CHARS, 3]);
-    expect(readFileSync(join(dir, "rserver.log"), "utf8").split("\n").map((line) => line.length)).to.deep.equal([
-      ...lines.map((line) => line.length),
-      0,
-    ]);
+    expect(
+      readFileSync(join(dir, "rserver.log"), "utf8")
+        .split("\n")
+        .map((line) => line.length),
+    ).to.deep.equal([...lines.map((line) => line.length), 0]);
   });
 
   it("never cuts a surrogate pair", () => {
     open(10_000_000, 1);
-    log.append("a" + "😀".repeat(MAX_LINE_CHARS) + "\n");
-    expect(lines.join("")).to.equal("a" + "😀".repeat(MAX_LINE_CHARS));
+    log.append(`a${"😀".repeat(MAX_LINE_CHARS)}\n`);
+    expect(lines.join("")).to.equal(`a${"😀".repeat(MAX_LINE_CHARS)}`);
     for (const line of lines) expect(line.length).to.be.at.most(MAX_LINE_CHARS);
     expect(lines.some((line) => /^[\udc00-\udfff]|[\ud800-\udbff]$/.test(line))).to.equal(false);
   });
 
   it("rotates a 40 MB append of short lines at line ends", () => {
     open(1_000_000, 3);
-    const line = "0123456789".repeat(7) + "\n";
+    const line = `${"0123456789".repeat(7)}\n`;
     log.append(line.repeat(Math.ceil(40e6 / line.length)));
     expect(files()).to.have.length(4);
     for (const name of files()) {
       const text = readFileSync(join(dir, name), "utf8");
       expect(text.length, name).to.be.at.most(1_000_000);
-      expect(text.split("\n").slice(0, -1).every((l) => l === line.slice(0, -1)), name).to.equal(true);
+      expect(
+        text
+          .split("\n")
+          .slice(0, -1)
+          .every((l) => l === line.slice(0, -1)),
+        name,
+      ).to.equal(true);
       expect(text.endsWith("\n"), name).to.equal(true);
     }
     expect(log.last(10_000)).to.have.length(10_000);

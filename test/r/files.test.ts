@@ -49,7 +49,10 @@ describe("session files", function () {
     rig.handlers.uploadFile!(messages(fields, chunks, fieldsLast), ctxOf(alice));
 
   const refusal = async (promise: Promise<unknown>): Promise<string> => {
-    const error = await promise.then(() => undefined, (e: unknown) => e);
+    const error = await promise.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error, "expected a refusal").to.be.instanceOf(Fault);
     expect((error as Fault).kind).to.equal("invalid");
     return (error as Fault).message;
@@ -68,13 +71,15 @@ describe("session files", function () {
     expect(readFileSync(join(session.dirs.work, "a/b/c.txt"), "utf8")).to.equal("hello world");
     await upload({ fileName: "named.txt", temp: true }, ["x"], true);
     expect(readFileSync(join(session.dirs.tmp, "named.txt"), "utf8")).to.equal("x");
-    expect((await session.eval(text("readLines(file.path(tempdir(), 'named.txt'), warn = FALSE)"), "json")).toString())
-      .to.equal('"x"');
+    expect((await session.eval(text("readLines(file.path(tempdir(), 'named.txt'), warn = FALSE)"), "json")).toString()).to.equal('"x"');
     expect(readdirSync(session.dirs.home).sort()).to.deep.equal(["tmp", "work"]);
   });
 
   it("refuses an upload past the size limit (gRPC and Connect callers; REST stops at the edge) and keeps nothing", async () => {
-    const error = await upload({ path: "big.txt" }, ["x".repeat(40), "y".repeat(40)]).then(() => undefined, (e: unknown) => e);
+    const error = await upload({ path: "big.txt" }, ["x".repeat(40), "y".repeat(40)]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((error as Fault).kind).to.equal("too_large");
     expect(readdirSync(session.dirs.work)).to.deep.equal([]);
     expect(readdirSync(session.dirs.home).sort()).to.deep.equal(["tmp", "work"]);
@@ -168,7 +173,9 @@ describe("session files", function () {
       const staged = () => readdirSync(home).filter((n) => n.startsWith(".upload-"));
       await until(() => staged().length === 1);
       rmSync(join(home, staged()[0]!));
-      expect(await refusal(upload.commit({ root: join(home, "work"), path: "keep.txt", overwrite: true }))).to.equal("Destination folder is not valid");
+      expect(await refusal(upload.commit({ root: join(home, "work"), path: "keep.txt", overwrite: true }))).to.equal(
+        "Destination folder is not valid",
+      );
       expect(await read("keep.txt")).to.equal("kept");
       expect(readdirSync(home).sort()).to.deep.equal(["tmp", "work"]);
     });

@@ -17,10 +17,12 @@ import { createLogger } from "../../src/server/logger.js";
 import { testSessionUids } from "../support/uids.js";
 import { alive, startRig, until, type Rig } from "./support.js";
 
-const json = async (session: RSession, code: string): Promise<unknown> => JSON.parse((await session.eval(Buffer.from(code), "json")).toString("utf8"));
+const json = async (session: RSession, code: string): Promise<unknown> =>
+  JSON.parse((await session.eval(Buffer.from(code), "json")).toString("utf8"));
 
 /** What R says when it tries `code`: its value, or the text of its error or warning. */
-const attempt = (code: string): string => `tryCatch({ ${code} }, error = function(e) paste("refused:", conditionMessage(e)), warning = function(w) paste("refused:", conditionMessage(w)))`;
+const attempt = (code: string): string =>
+  `tryCatch({ ${code} }, error = function(e) paste("refused:", conditionMessage(e)), warning = function(w) paste("refused:", conditionMessage(w)))`;
 
 /** Quotas of the engine of `uids` that only group a session's processes (no limit). */
 function quotaSettings({ first, last }: UidRange): QuotaSettings {
@@ -184,7 +186,10 @@ describe("R sessions are confined (service running as root)", function () {
           (e: Error) => e,
         );
         expect(error?.message).to.match(/every session uid/);
-        await json(one, "writeLines('left over', file.path(tempdir(), 'note.txt')); system('setsid sleep 300 > /dev/null 2>&1 < /dev/null &')");
+        await json(
+          one,
+          "writeLines('left over', file.path(tempdir(), 'note.txt')); system('setsid sleep 300 > /dev/null 2>&1 < /dev/null &')",
+        );
         const uidOne = (await json(one, "unix::getuid()")) as number;
         await one.end();
         const three = await rig.engine.createSession("carol");
@@ -256,7 +261,10 @@ describe("R sessions are confined (service running as root)", function () {
     it("stops a fork bomb at the process limit", async () => {
       rig = await startRig({ sessionProcesses: 8 });
       const session = await rig.engine.createSession("alice");
-      const started = (await json(session, "sum(vapply(1:20, function(i) !inherits(try(parallel::mcparallel(Sys.sleep(30)), silent = TRUE), 'try-error'), TRUE))")) as number;
+      const started = (await json(
+        session,
+        "sum(vapply(1:20, function(i) !inherits(try(parallel::mcparallel(Sys.sleep(30)), silent = TRUE), 'try-error'), TRUE))",
+      )) as number;
       expect(started).to.be.below(8);
       expect(await json(session, "1 + 1")).to.equal(2);
     });
@@ -292,7 +300,11 @@ describe("R sessions are confined (service running as root)", function () {
     await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
     const { port } = listener.address() as { port: number };
     const accepted = new Promise<Socket>((resolve) => listener.once("connection", resolve));
-    const client = spawn(process.execPath, ["-e", `require("net").connect(${port}, "127.0.0.1"); setTimeout(() => {}, 30000)`], { uid, gid: uid, stdio: "ignore" });
+    const client = spawn(process.execPath, ["-e", `require("net").connect(${port}, "127.0.0.1"); setTimeout(() => {}, 30000)`], {
+      uid,
+      gid: uid,
+      stdio: "ignore",
+    });
     try {
       const socket = await accepted;
       expect(await loopbackPeerUid(socket)).to.equal(uid);
@@ -314,7 +326,14 @@ describe("R sessions are confined (service running as root)", function () {
       await writeFile(file, "users: []\n", { mode: 0o644 });
       await chmod(file, 0o644);
       const base = defaults();
-      const config = { ...base, port: 0, host: "127.0.0.1", dataDir: join(dir, "data"), configFile: file, r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() } };
+      const config = {
+        ...base,
+        port: 0,
+        host: "127.0.0.1",
+        dataDir: join(dir, "data"),
+        configFile: file,
+        r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() },
+      };
       const error = await startRock(config, { logger: createLogger({ level: "warn" }), announce: () => {} }).then(
         async (rock) => {
           await rock.close();

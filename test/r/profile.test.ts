@@ -3,7 +3,7 @@
  * options it set, not the objects it made; an error in it fails the start with R's message.
  */
 import { expect } from "chai";
-import { Fault } from "../../src/errors/fault.js";
+import type { Fault } from "../../src/errors/fault.js";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -44,7 +44,7 @@ describe("R profile (r.profile)", function () {
   });
 
   it("fails the R server's start with R's message when the profile fails; sessions then answer 500", async () => {
-    const file = profile('options(a = 1)\nlibrary(notAnInstalledPackage)\n');
+    const file = profile("options(a = 1)\nlibrary(notAnInstalledPackage)\n");
     rig = await startRig({ profile: file, startOnBoot: false });
     const failure = (await rig.engine.start().catch((e: unknown) => e)) as Error;
     expect(failure).to.be.instanceOf(Error);

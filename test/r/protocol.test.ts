@@ -8,7 +8,9 @@ import { DIRECTIONS } from "../tools/r-protocol.js";
 
 describe("protocol: the table", () => {
   it("gives each frame a letter of its own: no letter means two things", () => {
-    const frames = Object.entries(DIRECTIONS).flatMap(([direction, { frames }]) => Object.entries<FrameSpec>(frames).map(([name, spec]) => ({ frame: `${direction}.${name}`, letter: spec.letter })));
+    const frames = Object.entries(DIRECTIONS).flatMap(([direction, { frames }]) =>
+      Object.entries<FrameSpec>(frames).map(([name, spec]) => ({ frame: `${direction}.${name}`, letter: spec.letter })),
+    );
     const byLetter = new Map<string, string[]>();
     for (const { frame, letter } of frames) byLetter.set(letter, [...(byLetter.get(letter) ?? []), frame]);
     expect([...byLetter].filter(([, names]) => names.length > 1)).to.deep.equal([]);
@@ -31,7 +33,11 @@ describe("protocol: reading R's frames", () => {
   const field = (text: string): Buffer => Buffer.from(`${text}\0`);
 
   it("decodes fields by the table: text, whole numbers and bytes, the last ending with the payload", () => {
-    expect(decodeFields(FROM_SERVER.ready, Buffer.concat([field("tok"), field("4.3.2"), field("123")]))).to.deep.equal({ token: "tok", version: "4.3.2", pid: 123 });
+    expect(decodeFields(FROM_SERVER.ready, Buffer.concat([field("tok"), field("4.3.2"), field("123")]))).to.deep.equal({
+      token: "tok",
+      version: "4.3.2",
+      pid: 123,
+    });
     expect(decodeFields(FROM_SESSION.error, field("Error: é"))).to.deep.equal({ error: "Error: é" });
     expect(decodeFields(FROM_SERVER.pong, Buffer.alloc(0))).to.deep.equal({});
     const json = Buffer.from('{"a":1}\0');
@@ -50,14 +56,18 @@ describe("protocol: reading R's frames", () => {
       }
     };
     expect(refused(() => decodeFields(FROM_SERVER.ready, Buffer.concat([field("tok"), field("4.3.2")])))).to.match(/no field pid/);
-    expect(refused(() => decodeFields(FROM_SERVER.ready, Buffer.concat([field("tok"), field("4.3.2"), Buffer.from("123")])))).to.match(/no field pid/);
+    expect(refused(() => decodeFields(FROM_SERVER.ready, Buffer.concat([field("tok"), field("4.3.2"), Buffer.from("123")])))).to.match(
+      /no field pid/,
+    );
     expect(refused(() => decodeFields(FROM_SERVER.forked, field("12a")))).to.match(/not a whole number/);
     expect(refused(() => decodeFields(FROM_SERVER.pong, field("")))).to.match(/bytes after its fields/);
   });
 
   it("accepts only the letters of the direction it reads", () => {
     const reader = new FrameReader(lettersOf(FROM_SESSION));
-    expect(reader.push(encodeFrame(FROM_SESSION.message.letter, field("m"))).map((f) => f.type)).to.deep.equal([FROM_SESSION.message.letter]);
+    expect(reader.push(encodeFrame(FROM_SESSION.message.letter, field("m"))).map((f) => f.type)).to.deep.equal([
+      FROM_SESSION.message.letter,
+    ]);
     expect(() => reader.push(encodeFrame(FROM_SERVER.ready.letter, field("tok")))).to.throw(ProtocolError, /frame of type/);
   });
 

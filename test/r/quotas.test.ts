@@ -27,7 +27,8 @@ async function open(server: TestServer): Promise<string> {
   return created.json<{ id: string }>().id;
 }
 
-const evaluate = (server: TestServer, id: string, code: string) => rest(server.url, "POST", `/r/session/${id}/_eval`, { ...admin, headers: RSCRIPT, body: code });
+const evaluate = (server: TestServer, id: string, code: string) =>
+  rest(server.url, "POST", `/r/session/${id}/_eval`, { ...admin, headers: RSCRIPT, body: code });
 
 /** The group of `pid` that accounts its memory and CPU: v1's memory hierarchy's, or v2's one. */
 function groupOf(pid: number): string {
@@ -105,7 +106,12 @@ describe("quotas: one session cannot starve the others (cgroups v1 or v2, as roo
       expect(metrics.text).to.match(/^rock_r_sessions_out_of_memory_total 1$/m);
       // GET /rserver: each open session's memory and CPU, and the totals (Opal reads it to place sessions).
       const rserver = (await rest(server.url, "GET", "/rserver", admin)).json<{
-        sessions: { total: number; memoryBytes: number; cpuSeconds: number; usage: Array<{ id: string; memoryBytes: number; cpuSeconds: number }> };
+        sessions: {
+          total: number;
+          memoryBytes: number;
+          cpuSeconds: number;
+          usage: Array<{ id: string; memoryBytes: number; cpuSeconds: number }>;
+        };
       }>();
       const mine = rserver.sessions.usage.find((u) => u.id === neighbour);
       expect(mine, "the neighbour's usage").to.not.equal(undefined);
@@ -119,7 +125,11 @@ describe("quotas: one session cannot starve the others (cgroups v1 or v2, as roo
 
       // A command's error says it too.
       const third = await open(server);
-      const submitted = await rest(server.url, "POST", `/r/session/${third}/_eval?async=true`, { ...admin, headers: RSCRIPT, body: "x <- numeric(40e6); 1" });
+      const submitted = await rest(server.url, "POST", `/r/session/${third}/_eval?async=true`, {
+        ...admin,
+        headers: RSCRIPT,
+        body: "x <- numeric(40e6); 1",
+      });
       const command = submitted.json<{ id: string }>().id;
       let status: { status: string; error?: string } | undefined;
       for (let i = 0; i < 50 && status?.status !== "FAILED"; i++) {
@@ -128,7 +138,10 @@ describe("quotas: one session cannot starve the others (cgroups v1 or v2, as roo
         if (got.status !== 200) break;
         status = got.json();
       }
-      expect(status?.error ?? (await rest(server.url, "GET", `/r/session/${third}/command/${command}`, admin)).json<{ message: string }>().message).to.equal(message);
+      expect(
+        status?.error ??
+          (await rest(server.url, "GET", `/r/session/${third}/command/${command}`, admin)).json<{ message: string }>().message,
+      ).to.equal(message);
     });
 
     it("no longer bounds a session's address space (RLIMIT_AS): code that reserves more than it uses runs", async () => {
@@ -141,7 +154,9 @@ describe("quotas: one session cannot starve the others (cgroups v1 or v2, as roo
   describe("all sessions' memory together", () => {
     let server: TestServer;
     before(async () => {
-      server = await startTestServer({ r: { startOnBoot: true, sessionMemoryMb: 250, sessionsMemoryMb: 1500, spareSessions: 0, maxSessionsPerUser: 0 } });
+      server = await startTestServer({
+        r: { startOnBoot: true, sessionMemoryMb: 250, sessionsMemoryMb: 1500, spareSessions: 0, maxSessionsPerUser: 0 },
+      });
     });
     after(() => server?.stop());
 
@@ -156,7 +171,10 @@ describe("quotas: one session cannot starve the others (cgroups v1 or v2, as roo
       expect(ended.length + served.length, answers.map((a) => a.status).join(",")).to.equal(20);
       expect(ended.length, "sessions the budget ended").to.be.greaterThan(0);
       expect(served.length, "sessions that fit").to.be.greaterThan(0);
-      for (const a of ended) expect(a.json<{ message: string }>().message).to.match(/^R session ended: the R sessions' memory budget of 1500 MiB \(r.sessionsMemoryMb\) was reached$/);
+      for (const a of ended)
+        expect(a.json<{ message: string }>().message).to.match(
+          /^R session ended: the R sessions' memory budget of 1500 MiB \(r.sessionsMemoryMb\) was reached$/,
+        );
       expect((await rest(server.url, "GET", "/_check", {})).status, "the server").to.equal(200);
       // The survivors still hold their memory: the budget has no room for a new session.
       const refused = await rest(server.url, "POST", "/r/sessions", admin);
@@ -170,18 +188,11 @@ describe("quotas: one session cannot starve the others (cgroups v1 or v2, as roo
 
   describe("CPU", () => {
     let server: TestServer;
-    before(async () => {
-      server = await startTestServer({ r: { startOnBoot: true, spareSessions: 0, maxSessionsPerUser: 0 } });
-    });
-    after(async () => {
-      await rest(server.url, "DELETE", "/r/sessions", admin);
-      await server?.stop();
-    });
-
     // Two sessions spinning in 8 children each, and a third one to measure beside them.
     let busyPid = 0;
     let third = "";
     before(async () => {
+      server = await startTestServer({ r: { startOnBoot: true, spareSessions: 0, maxSessionsPerUser: 0 } });
       const busy = [await open(server), await open(server)];
       busyPid = Number((await evaluate(server, busy[0]!, "Sys.getpid()")).text);
       for (const id of busy) {
@@ -190,6 +201,10 @@ describe("quotas: one session cannot starve the others (cgroups v1 or v2, as roo
       }
       third = await open(server);
       await evaluate(server, third, "1+1");
+    });
+    after(async () => {
+      await rest(server.url, "DELETE", "/r/sessions", admin);
+      await server?.stop();
     });
 
     it("two sessions busy in 8 children each leave a third session's 1+1 under 50 ms p95", async () => {
@@ -211,9 +226,19 @@ describe("quotas: one session cannot starve the others (cgroups v1 or v2, as roo
       // eighth). Relative, so that what else runs on the machine does not decide.
       const busyCpu = cpuUsageOf(busyPid);
       const before = busyCpu();
-      const third2s = Number((await evaluate(server, third, "t <- proc.time(); while ((proc.time() - t)[['elapsed']] < 2) NULL; (proc.time() - t)[['user.self']]")).text);
+      const third2s = Number(
+        (
+          await evaluate(
+            server,
+            third,
+            "t <- proc.time(); while ((proc.time() - t)[['elapsed']] < 2) NULL; (proc.time() - t)[['user.self']]",
+          )
+        ).text,
+      );
       const busy2s = (busyCpu() - before) / 1e9;
-      expect(third2s / busy2s, `CPU seconds: the third session ${third2s.toFixed(2)}, a busy one ${busy2s.toFixed(2)}`).to.be.greaterThan(0.5);
+      expect(third2s / busy2s, `CPU seconds: the third session ${third2s.toFixed(2)}, a busy one ${busy2s.toFixed(2)}`).to.be.greaterThan(
+        0.5,
+      );
     });
   });
 });

@@ -41,7 +41,10 @@ function inGroup(name: string): number[] {
     .map((p) => p.pid);
 }
 
-const liveOf = (uid: number): number[] => processes().filter((p) => p.uid === uid && !p.zombie).map((p) => p.pid);
+const liveOf = (uid: number): number[] =>
+  processes()
+    .filter((p) => p.uid === uid && !p.zombie)
+    .map((p) => p.pid);
 
 function killAll(pids: readonly number[]): void {
   for (const pid of pids) {

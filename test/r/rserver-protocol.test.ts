@@ -25,7 +25,14 @@ class Served {
     // Isolated sessions pass through it to their own folders.
     await chmod(dir, 0o711);
     try {
-      const server = await RServerProcess.start({ executable: "R", log: () => undefined, tmpDir: dir, setupLibrary: defaults().r.setupLibrary, isolated: false, ...options });
+      const server = await RServerProcess.start({
+        executable: "R",
+        log: () => undefined,
+        tmpDir: dir,
+        setupLibrary: defaults().r.setupLibrary,
+        isolated: false,
+        ...options,
+      });
       return new Served(server, dir);
     } catch (error) {
       await rm(dir, { recursive: true, force: true });
@@ -112,7 +119,15 @@ describe("protocol: Node and the real worker.R", function () {
   });
 
   it("refuses to fork as an identity when it is not isolated (forkFailed)", async () => {
-    const identity: SessionIdentity = { uid: 1, gid: 1, memoryBytes: 0, processes: 0, privateTmp: false, network: "host", filesystem: "host" };
+    const identity: SessionIdentity = {
+      uid: 1,
+      gid: 1,
+      memoryBytes: 0,
+      processes: 0,
+      privateTmp: false,
+      network: "host",
+      filesystem: "host",
+    };
     const { work, tmp } = await served.folders();
     const refused = await served.server.fork(work, tmp, identity).catch((error: Error) => error.message);
     expect(refused).to.equal("R server could not fork: an R server that is not isolated cannot fork as an identity");
@@ -195,8 +210,24 @@ describe("protocol: forking as an identity (isolated, as root)", function () {
 
   it("confines each session as its identity says: uid, gid, limits, temporary folders, network, filesystem", async () => {
     const { first } = testSessionUids();
-    const strict: SessionIdentity = { uid: first, gid: first + 1, memoryBytes: 2 ** 33, processes: 500, privateTmp: true, network: "none", filesystem: "minimal" };
-    const loose: SessionIdentity = { uid: first + 2, gid: first + 3, memoryBytes: 0, processes: 0, privateTmp: false, network: "host", filesystem: "host" };
+    const strict: SessionIdentity = {
+      uid: first,
+      gid: first + 1,
+      memoryBytes: 2 ** 33,
+      processes: 500,
+      privateTmp: true,
+      network: "none",
+      filesystem: "minimal",
+    };
+    const loose: SessionIdentity = {
+      uid: first + 2,
+      gid: first + 3,
+      memoryBytes: 0,
+      processes: 0,
+      privateTmp: false,
+      network: "host",
+      filesystem: "host",
+    };
     const seen = async (identity: SessionIdentity): Promise<unknown> =>
       json(
         await served.fork(identity),
@@ -204,7 +235,14 @@ describe("protocol: forking as an identity (isolated, as root)", function () {
           hostTmp = dir.exists('${hostDir}'), interfaces = length(readLines('/proc/net/dev')) - 2L, users = length(readLines('/etc/passwd')))`,
       );
     const hostUsers = rscript("cat(length(readLines('/etc/passwd')))");
-    expect(await seen(strict)).to.deep.equal({ ids: [first, first + 1], memory: "8589934592", processes: "500", hostTmp: false, interfaces: 1, users: 2 });
+    expect(await seen(strict)).to.deep.equal({
+      ids: [first, first + 1],
+      memory: "8589934592",
+      processes: "500",
+      hostTmp: false,
+      interfaces: 1,
+      users: 2,
+    });
     const other = (await seen(loose)) as Record<string, unknown>;
     expect(other).to.deep.include({ ids: [first + 2, first + 3], memory: "Inf", hostTmp: true, users: Number(hostUsers) });
     expect(other.processes).to.not.equal("500");

@@ -51,7 +51,9 @@ describe("what a session sees: its own root, /tmp, /var/tmp, /dev/shm and networ
         // All /tmp holds: the way to the session's folder, and to the setup library when the checkout is there.
         const kept = `c(strsplit(dirname(getwd()), '/')[[1]], strsplit('${defaults().r.setupLibrary}', '/')[[1]])`;
         expect(await evaluate(server, id, `length(setdiff(list.files('/tmp', all.files = TRUE, no.. = TRUE), ${kept}))`)).to.equal(0);
-        expect(await evaluate(server, id, "f <- tempfile(); writeLines('t', f); c(startsWith(f, dirname(getwd())), readLines(f))")).to.deep.equal(["TRUE", "t"]);
+        expect(
+          await evaluate(server, id, "f <- tempfile(); writeLines('t', f); c(startsWith(f, dirname(getwd())), readLines(f))"),
+        ).to.deep.equal(["TRUE", "t"]);
         expect(await evaluate(server, id, "writeLines('w', 'here.txt'); readLines('here.txt')")).to.equal("w");
         expect(basename(server.dataDir)).to.match(/^rock-test-/);
       } finally {
@@ -121,16 +123,28 @@ describe("what a session sees: its own root, /tmp, /var/tmp, /dev/shm and networ
     });
 
     it("minimal (the default): /etc/passwd names only root and the session; host: the host's", async () => {
-      const hostUsers = readFileSync("/etc/passwd", "utf8").trim().split("\n").map((line) => line.split(":")[0]);
+      const hostUsers = readFileSync("/etc/passwd", "utf8")
+        .trim()
+        .split("\n")
+        .map((line) => line.split(":")[0]);
       expect(hostUsers.length, "this host's passwd has more users than root").to.be.greaterThan(2);
-      expect(await evaluate(minimal, minimalId, "sapply(strsplit(readLines('/etc/passwd'), ':'), `[`, 1)")).to.deep.equal(["root", "session"]);
+      expect(await evaluate(minimal, minimalId, "sapply(strsplit(readLines('/etc/passwd'), ':'), `[`, 1)")).to.deep.equal([
+        "root",
+        "session",
+      ]);
       expect(await evaluate(minimal, minimalId, "Sys.info()[['user']]")).to.equal("session");
       expect(await evaluate(host, hostId, "sapply(strsplit(readLines('/etc/passwd'), ':'), `[`, 1)")).to.deep.equal(hostUsers);
     });
 
     it("minimal: /etc/shadow, /var/lib, what /home and /opt hold and the service's processes are out of sight; host: in sight", async () => {
       const probe = `c(file.exists('/etc/shadow'), dir.exists('/var/lib'), length(list.files('/home')) > 0, length(list.files('/opt')) > 0, file.exists('/proc/${process.pid}'))`;
-      const hostView = [existsSync("/etc/shadow"), existsSync("/var/lib"), readdirSync("/home").length > 0, readdirSync("/opt").length > 0, true];
+      const hostView = [
+        existsSync("/etc/shadow"),
+        existsSync("/var/lib"),
+        readdirSync("/home").length > 0,
+        readdirSync("/opt").length > 0,
+        true,
+      ];
       expect(await evaluate(host, hostId, probe), "as the host has them").to.deep.equal(hostView);
       expect(await evaluate(minimal, minimalId, probe)).to.deep.equal([false, false, false, false, false]);
       // The session's own processes stay visible to it (hidepid hides other uids' only).
@@ -162,7 +176,11 @@ describe("what a session sees: its own root, /tmp, /var/tmp, /dev/shm and networ
       folder = mkdtempSync(join(tmpdir(), "rock-confine-fails-"));
       // Administrator code in the R server that breaks what each fork calls to make its view.
       const profile = join(folder, "profile.R");
-      writeFileSync(profile, 'local({ ns <- asNamespace("rocksandbox"); unlockBinding("minimal_root", ns); assign("minimal_root", function(...) stop("no view today"), envir = ns) })\n', { mode: 0o644 });
+      writeFileSync(
+        profile,
+        'local({ ns <- asNamespace("rocksandbox"); unlockBinding("minimal_root", ns); assign("minimal_root", function(...) stop("no view today"), envir = ns) })\n',
+        { mode: 0o644 },
+      );
       server = await startTestServer({ r: { startOnBoot: true, spareSessions: 0, profile } });
     });
     after(async () => {
@@ -196,7 +214,8 @@ describe("what a session sees: its own root, /tmp, /var/tmp, /dev/shm and networ
     });
 
     // The other server's /_info, on the host's loopback: a connection any session could try.
-    const fetchInfo = (port: number) => `tryCatch(paste(readLines(url('http://127.0.0.1:${port}/_info'), warn = FALSE), collapse = ''), error = function(e) 'refused')`;
+    const fetchInfo = (port: number) =>
+      `tryCatch(paste(readLines(url('http://127.0.0.1:${port}/_info'), warn = FALSE), collapse = ''), error = function(e) 'refused')`;
 
     it("none: a session reaches nothing but its own loopback, and still serves its calls", async () => {
       const id = await open(none);

@@ -37,7 +37,7 @@ describe("R sessions and commands", function () {
       { $typeName: "rock.r.v1.EvalRequest", id, async: false, accept: "application/json", script: body(script) },
       ctxOf(who),
     );
-    return Buffer.from((res.answer?.value as { data: Uint8Array }).data).toString("utf8");
+    return Buffer.from((res.answer?.value as { data: Uint8Array } | undefined)?.data ?? []).toString("utf8");
   };
 
   const submit = async (id: string, script: string) => {
@@ -148,7 +148,9 @@ describe("R sessions and commands", function () {
 
   it("refuses to assign to a symbol holding NUL, which no R symbol holds", async () => {
     const id = await newSession();
-    const refused = await Promise.resolve(rig.handlers.assign!({ $typeName: "rock.r.v1.AssignRequest", id, symbol: "a\0b", async: false, body: body("1") }, ctxOf(alice))).catch((e: unknown) => e);
+    const refused = await Promise.resolve(
+      rig.handlers.assign!({ $typeName: "rock.r.v1.AssignRequest", id, symbol: "a\0b", async: false, body: body("1") }, ctxOf(alice)),
+    ).catch((e: unknown) => e);
     expect(refused).to.be.instanceOf(Fault);
     expect(refused).to.deep.include({ kind: "invalid", message: "Symbol to assign cannot hold NUL" });
   });
@@ -172,17 +174,11 @@ describe("R sessions and commands", function () {
     await evalJson(id, "kept <- 42");
     const running = evalJson(id, "repeat {}").catch((e: unknown) => e);
     await sleep(300);
-    const res = await rig.handlers.interruptSession!(
-      { $typeName: "rock.r.v1.InterruptSessionRequest", id },
-      ctxOf(alice),
-    );
+    const res = await rig.handlers.interruptSession!({ $typeName: "rock.r.v1.InterruptSessionRequest", id }, ctxOf(alice));
     expect(res.interrupted).to.equal(true);
     expect(((await running) as Fault).kind).to.equal("invalid");
     expect(await evalJson(id, "kept")).to.equal("42");
-    const idle = await rig.handlers.interruptSession!(
-      { $typeName: "rock.r.v1.InterruptSessionRequest", id },
-      ctxOf(alice),
-    );
+    const idle = await rig.handlers.interruptSession!({ $typeName: "rock.r.v1.InterruptSessionRequest", id }, ctxOf(alice));
     expect(idle.interrupted).to.equal(false);
     expect(await evalJson(id, "kept + 1")).to.equal("43");
   });
@@ -376,10 +372,16 @@ describe("spare sessions (r.spareSessions)", function () {
     const events: EngineEvent[] = [];
     rig = await startRig({ spareSessions: 2 }, { onEvent: (event) => events.push(event) });
     await settles(2);
-    const before = forked(rig).map((p) => p.pid).sort();
+    const before = forked(rig)
+      .map((p) => p.pid)
+      .sort();
     for (let i = 0; i < 5; i++) expect(await rig.engine.check()).to.equal(true);
     expect(await Promise.all([1, 2, 3].map(() => rig!.engine.check()))).to.deep.equal([true, true, true]);
-    expect(forked(rig).map((p) => p.pid).sort()).to.deep.equal(before);
+    expect(
+      forked(rig)
+        .map((p) => p.pid)
+        .sort(),
+    ).to.deep.equal(before);
 
     process.kill(before[0]!, "SIGKILL");
     // Gone from /proc is not yet noticed by the engine, and a check before that would leave the dead

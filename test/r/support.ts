@@ -50,7 +50,13 @@ export interface Rig {
  */
 export async function startRig(
   overrides: Partial<RConfig> = {},
-  options: { library?: string; maxUploadBytes?: number; dataDir?: string; onEvent?: (event: EngineEvent) => void; quotas?: SessionQuotas } = {},
+  options: {
+    library?: string;
+    maxUploadBytes?: number;
+    dataDir?: string;
+    onEvent?: (event: EngineEvent) => void;
+    quotas?: SessionQuotas;
+  } = {},
 ): Promise<Rig> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), "rock-r-test-")));
   // Isolated sessions pass through the data folder to theirs, as the service's data folder allows.
@@ -60,9 +66,26 @@ export async function startRig(
   const library = options.library === undefined ? {} : { library: join(dataDir, options.library) };
   const { isolated } = decideIsolation(config);
   const quotas = options.quotas ? { quotas: options.quotas } : {};
-  const engine = new REngine({ config, dataDir, sessionsDir: sessionsRoot(config, dataDir, isolated), isolated, log, onEvent: options.onEvent, ...library, ...quotas });
+  const engine = new REngine({
+    config,
+    dataDir,
+    sessionsDir: sessionsRoot(config, dataDir, isolated),
+    isolated,
+    log,
+    onEvent: options.onEvent,
+    ...library,
+    ...quotas,
+  });
   // Package RPCs are tested in test/packages; here a manager that only exists, over a folder of its own.
-  const packages = new PackageManager({ rExecutable: config.executable, repos: [], gitHost: "", gitOrganization: "", scratchDir: join(dataDir, "packages-tmp"), log: (text) => log.append(text), timeoutSeconds: 60 });
+  const packages = new PackageManager({
+    rExecutable: config.executable,
+    repos: [],
+    gitHost: "",
+    gitOrganization: "",
+    scratchDir: join(dataDir, "packages-tmp"),
+    log: (text) => log.append(text),
+    timeoutSeconds: 60,
+  });
   const handlers = createRServiceHandlers({ engine, node: NODE, r: config, maxUploadBytes: options.maxUploadBytes ?? 1 << 30, packages });
   const close = async (): Promise<void> => {
     await engine.close();

@@ -18,16 +18,61 @@ function jsonliteOf(exprs: readonly string[]): string[] {
   const out = rscript(`${CONVERT}
 exprs <- c(${literals})
 for (e in exprs) cat(paste(as.character(charToRaw(enc2utf8(conv(eval(parse(text = e)))))), collapse = ""), "\\n")`);
-  return out.trim().split("\n").map((line) => Buffer.from(line.trim(), "hex").toString("utf8"));
+  return out
+    .trim()
+    .split("\n")
+    .map((line) => Buffer.from(line.trim(), "hex").toString("utf8"));
 }
 
 const SHAPES = [
-  "NULL", "NA", "TRUE", "FALSE", "1L", "-5L", "NA_integer_", ".Machine$integer.max", "1", "-0", "0.1", "pi",
-  "1e-20", "1e15", "1e300", "123456.789", "1/3", "2^53", "100000", "NaN", "Inf", "-Inf", "NA_real_",
-  "'a'", "''", "'\\u00e9\\u4e2d'", "'a\"b\\\\c\\n\\t/'", "'\\001'", "NA_character_", "c(1.5, NA)", "1:3",
-  "character(0)", "list(a = 1, b = 'x')", "data.frame(a = c(1, NA))", "head(mtcars, 2)", "1i", "new.env()",
-  "factor('a')", "as.Date('2020-01-02')", "matrix(1:4, 2)", "list()", "c(a = 1)", "structure(1, class = 'foo')",
-  "function(x) x", "as.POSIXct('2020-01-02 03:04:05', tz = 'UTC')", "c(TRUE, NA)", "list(NULL)", "raw(2)",
+  "NULL",
+  "NA",
+  "TRUE",
+  "FALSE",
+  "1L",
+  "-5L",
+  "NA_integer_",
+  ".Machine$integer.max",
+  "1",
+  "-0",
+  "0.1",
+  "pi",
+  "1e-20",
+  "1e15",
+  "1e300",
+  "123456.789",
+  "1/3",
+  "2^53",
+  "100000",
+  "NaN",
+  "Inf",
+  "-Inf",
+  "NA_real_",
+  "'a'",
+  "''",
+  "'\\u00e9\\u4e2d'",
+  "'a\"b\\\\c\\n\\t/'",
+  "'\\001'",
+  "NA_character_",
+  "c(1.5, NA)",
+  "1:3",
+  "character(0)",
+  "list(a = 1, b = 'x')",
+  "data.frame(a = c(1, NA))",
+  "head(mtcars, 2)",
+  "1i",
+  "new.env()",
+  "factor('a')",
+  "as.Date('2020-01-02')",
+  "matrix(1:4, 2)",
+  "list()",
+  "c(a = 1)",
+  "structure(1, class = 'foo')",
+  "function(x) x",
+  "as.POSIXct('2020-01-02 03:04:05', tz = 'UTC')",
+  "c(TRUE, NA)",
+  "list(NULL)",
+  "raw(2)",
 ];
 
 /** Doubles of every magnitude, written with 17 digits so both R processes parse the same value. */
@@ -70,15 +115,13 @@ describe("R values", function () {
   });
 
   it("round-trips R serialization byte for byte (assign x-rdata, eval as octet-stream)", async () => {
-    const base64 = rscript(
-      "cat(jsonlite::base64_enc(serialize(list(a = 1:3, b = 'x', m = head(mtcars), z = 1i), NULL)))",
-    ).replace(/\s/g, "");
+    const base64 = rscript("cat(jsonlite::base64_enc(serialize(list(a = 1:3, b = 'x', m = head(mtcars), z = 1i), NULL)))").replace(
+      /\s/g,
+      "",
+    );
     const body = create(HttpBodySchema, { contentType: "application/x-rdata", data: text(base64) });
     const ctx = ctxOf(user);
-    await rig.handlers.assign!(
-      { $typeName: "rock.r.v1.AssignRequest", id: session.id, symbol: "x", async: false, body },
-      ctx,
-    );
+    await rig.handlers.assign!({ $typeName: "rock.r.v1.AssignRequest", id: session.id, symbol: "x", async: false, body }, ctx);
     const answer = await rig.handlers.eval!(
       {
         $typeName: "rock.r.v1.EvalRequest",
@@ -119,10 +162,7 @@ describe("R values", function () {
   it("assigns from an R expression, sync and async", async () => {
     const ctx = ctxOf(user);
     const body = create(HttpBodySchema, { contentType: "application/x-rscript", data: text("c(1, 2) # two") });
-    const sync = await rig.handlers.assign!(
-      { $typeName: "rock.r.v1.AssignRequest", id: session.id, symbol: "v", async: false, body },
-      ctx,
-    );
+    const sync = await rig.handlers.assign!({ $typeName: "rock.r.v1.AssignRequest", id: session.id, symbol: "v", async: false, body }, ctx);
     expect(sync.command).to.equal(undefined);
     expect((await session.eval(text("v"), "json")).toString()).to.equal("[1,2]");
     const queued = await rig.handlers.assign!(
@@ -165,7 +205,12 @@ describe("R values", function () {
     expect(flat[0]).to.deep.equal(["output", "one\n"]);
     expect(flat[1]).to.deep.equal(["message", "two\n"]);
     expect(flat[2]).to.deep.equal(["warning", "three"]);
-    expect(flat.slice(3, -1).map((f) => f[1]).join("")).to.equal('[1] "four"\n');
+    expect(
+      flat
+        .slice(3, -1)
+        .map((f) => f[1])
+        .join(""),
+    ).to.equal('[1] "four"\n');
     expect(flat.at(-1)?.[0]).to.equal("json");
     const last = events.at(-1) as { event: { value: { kind: { case: string } } } };
     expect(last.event.value.kind.case).to.equal("structValue");

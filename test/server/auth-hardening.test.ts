@@ -19,7 +19,14 @@ interface Answer {
  * A REST call from a chosen loopback address (Linux routes all of 127/8 to lo), so that one test
  * server sees several clients.
  */
-function restFrom(server: TestServer, from: string, method: string, path: string, authorization?: string, agent: http.Agent | false = false): Promise<Answer> {
+function restFrom(
+  server: TestServer,
+  from: string,
+  method: string,
+  path: string,
+  authorization?: string,
+  agent: http.Agent | false = false,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const headers = authorization === undefined ? {} : { authorization };
     const req = http.request({ host: "127.0.0.1", port: server.port, localAddress: from, method, path, headers, agent }, (res) => {
@@ -50,7 +57,9 @@ async function withServer(patch: ConfigPatch, body: (server: TestServer) => Prom
 
 function grpcCode(md: grpc.Metadata, clients: ReturnType<typeof grpcClients>): Promise<{ code: number; details: string }> {
   return new Promise((resolve) =>
-    clients.networks.listNetworks({ exclude: [] }, md, (err) => resolve(err ? { code: err.code, details: err.details } : { code: 0, details: "" })),
+    clients.networks.listNetworks({ exclude: [] }, md, (err) =>
+      resolve(err ? { code: err.code, details: err.details } : { code: 0, details: "" }),
+    ),
   );
 }
 
@@ -143,7 +152,9 @@ describe("authentication hardening", function () {
 
   it("refuses logins with 429 rather than queueing without bound when too many checks are waiting", async () => {
     await withServer({ auth: { hashWorkers: 1, hashQueue: 1 } }, async (server) => {
-      const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => restFrom(server, "127.0.0.1", "GET", PROTECTED, basic(`ghost${i}`, "wrong"))));
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => restFrom(server, "127.0.0.1", "GET", PROTECTED, basic(`ghost${i}`, "wrong"))),
+      );
       const refused = answers.filter((a) => a.status === 429);
       expect(answers.filter((a) => a.status === 401).length, "one checked, one queued").to.be.at.least(2);
       expect(refused.length).to.be.at.least(1);
@@ -200,10 +211,17 @@ describe("authentication hardening", function () {
         const pub = await restFrom(served.server, "127.0.0.1", "GET", "/_info", header);
         expect(pub.status, "not taken as anonymous on a public call either").to.equal(401);
         const baseUrl = served.server.url;
-        for (const transport of [createConnectTransport({ baseUrl, httpVersion: "1.1" }), createGrpcWebTransport({ baseUrl, httpVersion: "1.1" }), createGrpcTransport({ baseUrl })]) {
+        for (const transport of [
+          createConnectTransport({ baseUrl, httpVersion: "1.1" }),
+          createGrpcWebTransport({ baseUrl, httpVersion: "1.1" }),
+          createGrpcTransport({ baseUrl }),
+        ]) {
           const err = await createClient(NetworkService, transport)
             .listNetworks({}, { headers: { authorization: header } })
-            .then(() => undefined, (e: unknown) => ConnectError.from(e));
+            .then(
+              () => undefined,
+              (e: unknown) => ConnectError.from(e),
+            );
           expect(err?.code).to.equal(Code.Unauthenticated);
           expect(err?.rawMessage).to.match(/^Malformed Basic credentials/);
         }

@@ -86,7 +86,12 @@ describe("Channel", () => {
     const waiting = it.next();
     const reason = new Error("deadline");
     controller.abort(reason);
-    expect(await waiting.then(() => "resolved", (e: unknown) => e)).to.equal(reason);
+    expect(
+      await waiting.then(
+        () => "resolved",
+        (e: unknown) => e,
+      ),
+    ).to.equal(reason);
     expect(channel.push(2)).to.equal(false);
 
     const queued = new AbortController();
@@ -94,11 +99,21 @@ describe("Channel", () => {
     full.push(1);
     full.push(2);
     queued.abort(reason);
-    expect(await collect(full).then(() => "resolved", (e: unknown) => e)).to.equal(reason);
+    expect(
+      await collect(full).then(
+        () => "resolved",
+        (e: unknown) => e,
+      ),
+    ).to.equal(reason);
 
     const aborted = new Channel<number>({ signal: AbortSignal.abort(reason) });
     expect(aborted.push(1)).to.equal(false);
-    expect(await collect(aborted).then(() => "resolved", (e: unknown) => e)).to.equal(reason);
+    expect(
+      await collect(aborted).then(
+        () => "resolved",
+        (e: unknown) => e,
+      ),
+    ).to.equal(reason);
   });
 
   it("ends quietly when the consumer stops iterating", async () => {

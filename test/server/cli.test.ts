@@ -79,17 +79,22 @@ describe("command line", function () {
     expect(run.stdout).to.equal(`${pkg.version}\n`);
   });
 
-  describe("as root, the capabilities session isolation needs", function () {
+  describe("as root, the capabilities session isolation needs", () => {
     const status = (capEff: string) => `Name:\tnode\nCapInh:\t0000000000000000\nCapEff:\t${capEff}\nCapBnd:\t${capEff}\n`;
 
     it("are read from the effective set: each one missing is named, none when all are there", () => {
       // What docker run --cap-drop ALL --cap-add (the six) gives: 0xeb = bits 0 1 3 5 6 7.
       expect(missingIsolationCapabilities(status("00000000000000eb"))).to.deep.equal([]);
       expect(missingIsolationCapabilities(status("000001ffffffffff"))).to.deep.equal([]);
-      expect(missingIsolationCapabilities(status("0000000000000000"))!.map((c) => c.name)).to.deep.equal(ISOLATION_CAPABILITIES.map((c) => c.name));
+      expect(missingIsolationCapabilities(status("0000000000000000"))!.map((c) => c.name)).to.deep.equal(
+        ISOLATION_CAPABILITIES.map((c) => c.name),
+      );
       for (const cap of ISOLATION_CAPABILITIES) {
         const without = (0xebn & ~(1n << BigInt(cap.bit))).toString(16).padStart(16, "0");
-        expect(missingIsolationCapabilities(status(without))!.map((c) => c.name), cap.name).to.deep.equal([cap.name]);
+        expect(
+          missingIsolationCapabilities(status(without))!.map((c) => c.name),
+          cap.name,
+        ).to.deep.equal([cap.name]);
       }
       expect(missingIsolationCapabilities("no such line")).to.equal(undefined);
     });
@@ -103,7 +108,14 @@ describe("command line", function () {
         // Root's effective set after exec is its bounding set: drop KILL there.
         const run = await runMain([], {
           command: [setpriv!, "--bounding-set", "-kill", process.execPath, "--import", "tsx", "src/main.ts"],
-          env: { ROCK_DATA_DIR: data, ROCK_PORT: "0", ROCK_HOST: "127.0.0.1", ROCK_R_START: "false", ROCK_ADMINISTRATOR_NAME: "a", ROCK_ADMINISTRATOR_PASSWORD: "b" },
+          env: {
+            ROCK_DATA_DIR: data,
+            ROCK_PORT: "0",
+            ROCK_HOST: "127.0.0.1",
+            ROCK_R_START: "false",
+            ROCK_ADMINISTRATOR_NAME: "a",
+            ROCK_ADMINISTRATOR_PASSWORD: "b",
+          },
           timeoutMs: 15_000,
         });
         expect(run.code, `a start without CAP_KILL must be refused: ${run.stderr}`).to.equal(1);
@@ -115,13 +127,17 @@ describe("command line", function () {
     });
   });
 
-  describe("npx rock-ts in the checkout, as the README says", function () {
+  describe("npx rock-ts in the checkout, as the README says", () => {
     // npx installs the checkout itself into its cache (<cache>/_npx/<key>, the key a hash of the
     // checkout's path) as a link, makes the bin links there and runs the bin. A cache of the test's own
     // keeps the machine's ~/.npm untouched and is what a fresh machine has after `npm install`.
     let cache = "";
     const npx = (args: readonly string[]) =>
-      runMain(args, { command: ["npx", "rock-ts"], env: { npm_config_cache: cache, npm_config_update_notifier: "false" }, timeoutMs: 60_000 });
+      runMain(args, {
+        command: ["npx", "rock-ts"],
+        env: { npm_config_cache: cache, npm_config_update_notifier: "false" },
+        timeoutMs: 60_000,
+      });
     const npm = (args: readonly string[]) =>
       runMain(args, { command: ["npm"], env: { npm_config_cache: cache, npm_config_update_notifier: "false" }, timeoutMs: 60_000 });
     const checkout = ROOT.replace(/\/$/, "");
@@ -147,7 +163,10 @@ describe("command line", function () {
       // entry exists, its bin link does not, and npx never makes it again.
       const listed = await npm(["cache", "npx", "ls"]);
       expect(listed.code, listed.stderr).to.equal(0);
-      const key = listed.stdout.split("\n").map((l) => /^([0-9a-f]+): (.*)$/.exec(l)).find((m) => m?.[2] === checkout)?.[1];
+      const key = listed.stdout
+        .split("\n")
+        .map((l) => /^([0-9a-f]+): (.*)$/.exec(l))
+        .find((m) => m?.[2] === checkout)?.[1];
       expect(key, `npm cache npx ls names ${checkout}: ${listed.stdout}`).to.be.a("string");
       const link = join(cache, "_npx", key!, "node_modules", ".bin", "rock-ts");
       expect(existsSync(link), link).to.equal(true);

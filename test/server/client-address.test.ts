@@ -10,7 +10,10 @@ describe("client addresses behind a trusted proxy (server.trustedProxies)", func
 
   it("believes X-Forwarded-For only from a trusted proxy, taking the nearest hop no trusted proxy added", () => {
     const of = clientAddressOf(networkMatcher(["10.0.0.0/8"], "server.trustedProxies"));
-    const req = (peer: string, xff?: string) => ({ socket: { remoteAddress: peer }, headers: xff === undefined ? {} : { "x-forwarded-for": xff } });
+    const req = (peer: string, xff?: string) => ({
+      socket: { remoteAddress: peer },
+      headers: xff === undefined ? {} : { "x-forwarded-for": xff },
+    });
     expect(of(req("192.0.2.7", "198.51.100.1"))).to.equal("192.0.2.7");
     expect(of(req("10.0.0.2", "198.51.100.1"))).to.equal("198.51.100.1");
     expect(of(req("10.0.0.2", "203.0.113.9, 198.51.100.1, 10.0.0.3"))).to.equal("198.51.100.1");
@@ -25,7 +28,8 @@ describe("client addresses behind a trusted proxy (server.trustedProxies)", func
     after(() => server.stop());
 
     it("throttles the client that failed, not everyone behind the proxy", async () => {
-      const get = (xff: string, password: string) => fetch(`${server.url}/rserver`, { headers: { authorization: basic("admin", password), "x-forwarded-for": xff } });
+      const get = (xff: string, password: string) =>
+        fetch(`${server.url}/rserver`, { headers: { authorization: basic("admin", password), "x-forwarded-for": xff } });
       for (let i = 0; i < 2; i++) expect((await get("198.51.100.1", "wrong")).status).to.equal(401);
       expect((await get("198.51.100.1", "admin")).status, "the failing client").to.equal(429);
       expect((await get("198.51.100.2", "admin")).status, "another client behind the proxy").to.equal(200);

@@ -23,7 +23,16 @@ describe("configuration", () => {
     const file = path.join(dir, "rock.yaml");
     fs.writeFileSync(
       file,
-      ["port: 9000", "node:", "  cluster: lab", "  tags: [a, b]", "r:", "  sessionTimeoutMinutes: 5", "users:", "  - {name: ann, secret: pw, roles: [user]}"].join("\n"),
+      [
+        "port: 9000",
+        "node:",
+        "  cluster: lab",
+        "  tags: [a, b]",
+        "r:",
+        "  sessionTimeoutMinutes: 5",
+        "users:",
+        "  - {name: ann, secret: pw, roles: [user]}",
+      ].join("\n"),
     );
     const c = loadConfig(file, { ROCK_PORT: "9100", ROCK_REPOS: "file:///repo1, file:///repo2" });
     expect(c.port).to.equal(9100);
@@ -53,8 +62,19 @@ describe("configuration", () => {
   it("takes Rock's variables; the rock-ts names win when both name the same setting", () => {
     const rock = { ROCK_ID: "rock-id", ROCK_SERVER: "https://rock.example.org", ROCK_CLUSTER: "lab", ROCK_TAGS: "x,y" };
     const c = loadConfig(undefined, rock);
-    expect(c.node).to.deep.equal({ id: "rock-id", name: undefined, cluster: "lab", tags: ["x", "y"], publicUrl: "https://rock.example.org" });
-    const both = loadConfig(undefined, { ...rock, ROCK_NODE_ID: "ts-id", ROCK_PUBLIC_URL: "https://ts.example.org", ROCK_NODE_NAME: "Node" });
+    expect(c.node).to.deep.equal({
+      id: "rock-id",
+      name: undefined,
+      cluster: "lab",
+      tags: ["x", "y"],
+      publicUrl: "https://rock.example.org",
+    });
+    const both = loadConfig(undefined, {
+      ...rock,
+      ROCK_NODE_ID: "ts-id",
+      ROCK_PUBLIC_URL: "https://ts.example.org",
+      ROCK_NODE_NAME: "Node",
+    });
     expect(both.node).to.deep.include({ id: "ts-id", name: "Node", publicUrl: "https://ts.example.org" });
   });
 
@@ -76,26 +96,50 @@ describe("configuration", () => {
       { name: "uma", secret: "u", roles: ["user"] },
     ]);
     expect(c.node.id).to.equal(defaults().node.id);
-    expect(() => loadConfig(undefined, { ROCK_ADMINISTRATOR_NAME: "x", ROCK_ADMINISTRATOR_PASSWORD: "a", ROCK_USER_NAME: "x", ROCK_USER_PASSWORD: "b" })).to.throw(
-      /ROCK_USER_NAME: user 'x' is already ROCK_ADMINISTRATOR_NAME/,
-    );
+    expect(() =>
+      loadConfig(undefined, {
+        ROCK_ADMINISTRATOR_NAME: "x",
+        ROCK_ADMINISTRATOR_PASSWORD: "a",
+        ROCK_USER_NAME: "x",
+        ROCK_USER_PASSWORD: "b",
+      }),
+    ).to.throw(/ROCK_USER_NAME: user 'x' is already ROCK_ADMINISTRATOR_NAME/);
   });
 
   it("refuses booleans, numbers and ROCK_* variables it does not know, naming them; ROCK_CONFIG is known", () => {
-    for (const [v, expected] of [["TRUE", true], ["false", false], ["1", true], ["0", false], ["yes", true], ["No", false]] as const) {
+    for (const [v, expected] of [
+      ["TRUE", true],
+      ["false", false],
+      ["1", true],
+      ["0", false],
+      ["yes", true],
+      ["No", false],
+    ] as const) {
       expect(loadConfig(undefined, { ROCK_R_START: v }).r.startOnBoot, v).to.equal(expected);
     }
-    expect(() => loadConfig(undefined, { ROCK_R_START: "ture" })).to.throw(/^r\.startOnBoot \(ROCK_R_START\): expected true or false, not 'ture'$/);
-    expect(() => loadConfig(undefined, { ROCK_R_MAX_SESSIONS: "ten" })).to.throw(/^r\.maxSessions \(ROCK_R_MAX_SESSIONS\): expected a number, not 'ten'$/);
+    expect(() => loadConfig(undefined, { ROCK_R_START: "ture" })).to.throw(
+      /^r\.startOnBoot \(ROCK_R_START\): expected true or false, not 'ture'$/,
+    );
+    expect(() => loadConfig(undefined, { ROCK_R_MAX_SESSIONS: "ten" })).to.throw(
+      /^r\.maxSessions \(ROCK_R_MAX_SESSIONS\): expected a number, not 'ten'$/,
+    );
     expect(() => loadConfig(undefined, { ROCK_PORT: "70000" })).to.throw(/^port \(ROCK_PORT\): expected an integer from 0 to 65535/);
-    expect(() => loadConfig(undefined, { ROCK_OPAL_SERVR: "x", ROCK_MAX_SESIONS: "1" })).to.throw(/unknown environment variables ROCK_MAX_SESIONS, ROCK_OPAL_SERVR \(/);
+    expect(() => loadConfig(undefined, { ROCK_OPAL_SERVR: "x", ROCK_MAX_SESIONS: "1" })).to.throw(
+      /unknown environment variables ROCK_MAX_SESIONS, ROCK_OPAL_SERVR \(/,
+    );
     const home = loadConfig(undefined, { ROCK_HOME: "/srv", ROCK_CONSUL_SERVER: "http://consul:8500" });
     expect(home.dataDir, "ROCK_HOME is the data folder without ROCK_DATA_DIR").to.equal("/srv");
     expect(home.warnings).to.have.length(2);
     expect(loadConfig(undefined, { ROCK_HOME: "/srv", ROCK_DATA_DIR: "/data" }).dataDir).to.equal("/data");
-    expect(() => loadConfig(undefined, { ROCK_OPAL_SERVER: "opal:8080" })).to.throw(/^opal\.server \(ROCK_OPAL_SERVER\): expected an http\(s\):\/\/ URL, not 'opal:8080'$/);
-    expect(() => loadConfig(undefined, { ROCK_PEERS: "node1=http://a:1,node1x" })).to.throw(/^cluster.peers: expected id=http\(s\):\/\/host:port entries, not 'node1x'$/);
-    expect(() => loadConfig(undefined, { ROCK_PEERS: "node1=http://a:1", ROCK_CATALOG_NODE: "node9" })).to.throw(/^cluster.catalogNode: 'node9' is not among cluster.peers$/);
+    expect(() => loadConfig(undefined, { ROCK_OPAL_SERVER: "opal:8080" })).to.throw(
+      /^opal\.server \(ROCK_OPAL_SERVER\): expected an http\(s\):\/\/ URL, not 'opal:8080'$/,
+    );
+    expect(() => loadConfig(undefined, { ROCK_PEERS: "node1=http://a:1,node1x" })).to.throw(
+      /^cluster.peers: expected id=http\(s\):\/\/host:port entries, not 'node1x'$/,
+    );
+    expect(() => loadConfig(undefined, { ROCK_PEERS: "node1=http://a:1", ROCK_CATALOG_NODE: "node9" })).to.throw(
+      /^cluster.catalogNode: 'node9' is not among cluster.peers$/,
+    );
     const file = path.join(dir, "rock.yaml");
     fs.writeFileSync(file, "port: 9000\n");
     expect(loadConfig(undefined, { ROCK_CONFIG: file }).port).to.equal(9000);
@@ -110,9 +154,13 @@ describe("configuration", () => {
     fs.writeFileSync(file, "r:\n  spareSessions: 0\n");
     expect(loadConfig(file, {}).r.spareSessions).to.equal(0);
     expect(loadConfig(file, { ROCK_R_SPARE_SESSIONS: "8" }).r.spareSessions).to.equal(8);
-    expect(() => loadConfig(undefined, { ROCK_R_SPARE_SESSIONS: "many" })).to.throw(/^r\.spareSessions \(ROCK_R_SPARE_SESSIONS\): expected a number, not 'many'$/);
+    expect(() => loadConfig(undefined, { ROCK_R_SPARE_SESSIONS: "many" })).to.throw(
+      /^r\.spareSessions \(ROCK_R_SPARE_SESSIONS\): expected a number, not 'many'$/,
+    );
     for (const bad of ["-1", "1.5", "101"]) {
-      expect(() => loadConfig(undefined, { ROCK_R_SPARE_SESSIONS: bad }), bad).to.throw(/^r\.spareSessions \(ROCK_R_SPARE_SESSIONS\): expected an integer from 0 to 100, not /);
+      expect(() => loadConfig(undefined, { ROCK_R_SPARE_SESSIONS: bad }), bad).to.throw(
+        /^r\.spareSessions \(ROCK_R_SPARE_SESSIONS\): expected an integer from 0 to 100, not /,
+      );
     }
     fs.writeFileSync(file, "r:\n  spareSessions: lots\n");
     expect(() => loadConfig(file, {})).to.throw(/r\.spareSessions: expected a number/);
@@ -122,7 +170,9 @@ describe("configuration", () => {
     expect(loadConfig(undefined, {}).r.sessionUids).to.deep.equal({ first: 70000, last: 70999 });
     expect(loadConfig(undefined, { ROCK_R_SESSION_UIDS: " 100 - 199 " }).r.sessionUids).to.deep.equal({ first: 100, last: 199 });
     for (const bad of ["0-10", "20-10", "100", "100-4294967295", "a-b"]) {
-      expect(() => loadConfig(undefined, { ROCK_R_SESSION_UIDS: bad }), bad).to.throw(/^r\.sessionUids \(ROCK_R_SESSION_UIDS\): expected 'first-last' with 0 < first <= last, not '/);
+      expect(() => loadConfig(undefined, { ROCK_R_SESSION_UIDS: bad }), bad).to.throw(
+        /^r\.sessionUids \(ROCK_R_SESSION_UIDS\): expected 'first-last' with 0 < first <= last, not '/,
+      );
     }
     const file = path.join(dir, "rock.yaml");
     fs.writeFileSync(file, "r:\n  sessionUids: 500-400\n");
@@ -137,12 +187,18 @@ describe("configuration", () => {
     const file = path.join(dir, "rock.yaml");
     fs.writeFileSync(file, "r:\n  sessionFilesystem: host\n");
     expect(loadConfig(file, {}).r.sessionFilesystem).to.equal("host");
-    expect(loadConfig(file, { ROCK_R_SESSION_FILESYSTEM: "minimal" }).r.sessionFilesystem, "the environment over the file").to.equal("minimal");
-    expect(() => loadConfig(undefined, { ROCK_R_SESSION_FILESYSTEM: "none" })).to.throw(/^r\.sessionFilesystem \(ROCK_R_SESSION_FILESYSTEM\): expected minimal or host, not 'none'$/);
+    expect(loadConfig(file, { ROCK_R_SESSION_FILESYSTEM: "minimal" }).r.sessionFilesystem, "the environment over the file").to.equal(
+      "minimal",
+    );
+    expect(() => loadConfig(undefined, { ROCK_R_SESSION_FILESYSTEM: "none" })).to.throw(
+      /^r\.sessionFilesystem \(ROCK_R_SESSION_FILESYSTEM\): expected minimal or host, not 'none'$/,
+    );
     fs.writeFileSync(file, "r:\n  sessionFilesystem: [host]\n");
     expect(() => loadConfig(file, {})).to.throw(`${file}: r.sessionFilesystem: expected minimal or host, not a list`);
     fs.writeFileSync(file, "r:\n  sessionFilesystem: none\n");
-    expect(() => loadConfig(file, { ROCK_R_SESSION_FILESYSTEM: "host" }), "a variable does not hide what the file got wrong").to.throw(`${file}: r.sessionFilesystem: expected minimal or host, not 'none'`);
+    expect(() => loadConfig(file, { ROCK_R_SESSION_FILESYSTEM: "host" }), "a variable does not hide what the file got wrong").to.throw(
+      `${file}: r.sessionFilesystem: expected minimal or host, not 'none'`,
+    );
   });
 
   it("refuses a secret with a prefix it cannot check, naming the user", () => {
@@ -157,7 +213,10 @@ describe("configuration", () => {
       expect(() => loadConfig(file, {}), secret).to.throw(message);
       expect(() => loadConfig(file, {}), secret).to.throw(/user 'ann'/);
     }
-    expect(loadConfig(undefined, { ROCK_USERS: "a:{noop}{x}y:user;b:{x:user" }).users.map((u) => u.secret)).to.deep.equal(["{noop}{x}y", "{x"]);
+    expect(loadConfig(undefined, { ROCK_USERS: "a:{noop}{x}y:user;b:{x:user" }).users.map((u) => u.secret)).to.deep.equal([
+      "{noop}{x}y",
+      "{x",
+    ]);
   });
 
   it("creates an administrator once, shows its password once and keeps only the hash", async function () {
@@ -175,7 +234,7 @@ describe("configuration", () => {
     expect(again).to.deep.equal(users);
     const caller = await new UserDirectory(again).authenticate("administrator", password);
     expect(caller?.roles.has("administrator")).to.equal(true);
-    expect(await new UserDirectory(again).authenticate("administrator", password + "x")).to.equal(undefined);
+    expect(await new UserDirectory(again).authenticate("administrator", `${password}x`)).to.equal(undefined);
   });
 
   it("uses configured users as they are", async () => {

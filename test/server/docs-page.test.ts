@@ -10,7 +10,15 @@ import { startTestServer, type TestServer } from "../support/server.js";
 
 const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
 /** Without the background-networking flags Chromium keeps calling home, which a closed network answers slowly. */
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 /** Debian's chromium (or chromium-browser) on PATH. */
 function findChromium(): string | undefined {
@@ -40,7 +48,7 @@ function rawGet(port: number, rawPath: string): Promise<number> {
   });
 }
 
-describe("API docs page", function () {
+describe("API docs page", () => {
   let server: TestServer;
   before(async () => (server = await startTestServer()));
   after(() => server?.stop());
@@ -62,7 +70,12 @@ describe("API docs page", function () {
     it("serves nothing else of node_modules, whatever the path", async () => {
       // index.html is in swagger-ui-dist, but not in the list the page needs.
       expect((await rest(server.url, "GET", "/docs/assets/index.html")).status).to.equal(404);
-      for (const p of ["/docs/assets/../../package.json", "/docs/assets/%2e%2e/%2e%2e/package.json", "/docs/assets/..%2f..%2fpackage.json", "/docs/assets/"]) {
+      for (const p of [
+        "/docs/assets/../../package.json",
+        "/docs/assets/%2e%2e/%2e%2e/package.json",
+        "/docs/assets/..%2f..%2fpackage.json",
+        "/docs/assets/",
+      ]) {
         expect(await rawGet(server.port, p), p).to.equal(404);
       }
     });
@@ -85,7 +98,7 @@ describe("API docs page", function () {
     const requests: string[] = [];
     const problems: string[] = [];
 
-    before(async function () {
+    before(async () => {
       // npm test installs chromium (test/tools/prepare-tests.ts): its absence is a failure, never a skip.
       const executablePath = findChromium();
       if (!executablePath) throw new Error("no chromium on PATH (Debian: apt-get install chromium; npm test installs it as root)");
@@ -112,7 +125,14 @@ describe("API docs page", function () {
       const tags = await page.locator(".opblock-tag").evaluateAll((els) => els.map((e) => e.getAttribute("data-tag")));
       expect(tags).to.deep.equal(["RService", "NetworkService"]);
       const paths = await page.locator(".opblock-summary-path").evaluateAll((els) => els.map((e) => e.getAttribute("data-path")));
-      expect(paths).to.include.members(["/_info", "/r/sessions", "/r/session/{id}/_eval", "/rserver/packages", "/ws/draft/networks", "/ws/draft/network/{id}"]);
+      expect(paths).to.include.members([
+        "/_info",
+        "/r/sessions",
+        "/r/session/{id}/_eval",
+        "/rserver/packages",
+        "/ws/draft/networks",
+        "/ws/draft/network/{id}",
+      ]);
       const shot = path.join(shots, "docs.png");
       await page.screenshot({ path: shot, fullPage: true });
       expect(fs.readFileSync(shot).subarray(1, 4).toString()).to.equal("PNG");
@@ -126,8 +146,8 @@ describe("API docs page", function () {
       const row = op.locator(".live-responses-table tbody .response").first();
       await row.waitFor({ timeout: 10_000 });
       await page.screenshot({ path: path.join(shots, "try-it.png") });
-      expect((await row.locator(".response-col_status").innerText()).trim()).to.equal("200");
-      const shown: unknown = JSON.parse(await row.locator(".response-col_description pre").first().innerText());
+      expect(((await row.locator(".response-col_status").textContent()) ?? "").trim()).to.equal("200");
+      const shown: unknown = JSON.parse((await row.locator(".response-col_description pre").first().textContent()) ?? "");
       expect(shown).to.deep.equal((await rest(server.url, "GET", "/_info")).json());
     });
 

@@ -9,7 +9,7 @@ function network(acronym: string, studyIds: string[] = []) {
   return JSON.stringify({ name: [{ lang: "en", value: `Network ${acronym}` }], acronym: [{ lang: "en", value: acronym }], studyIds });
 }
 
-describe("REST edge", function () {
+describe("REST edge", () => {
   let server: TestServer;
 
   before(async () => {
@@ -50,7 +50,7 @@ describe("REST edge", function () {
     const status = await new Promise<number>((resolve, reject) => {
       const req = http.request(`${server.url}/ws/draft/networks`, {
         method: "POST",
-        headers: { ...json, authorization: "Basic " + Buffer.from("editor:editor").toString("base64") },
+        headers: { ...json, authorization: `Basic ${Buffer.from("editor:editor").toString("base64")}` },
       });
       req.on("response", (res) => {
         res.resume();

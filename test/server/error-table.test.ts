@@ -67,7 +67,11 @@ describe("error table: the mapping", () => {
 
     const conflict = new Fault("conflict", "in use", { body: { network: ["a", "b"] } });
     expect([...faultError(conflict).metadata.keys()]).to.deep.equal([]);
-    expect(toRestError(conflict, ignoreInternal)).to.deep.equal({ status: 409, headers: { "content-type": "application/json" }, body: '{"network":["a","b"]}' });
+    expect(toRestError(conflict, ignoreInternal)).to.deep.equal({
+      status: 409,
+      headers: { "content-type": "application/json" },
+      body: '{"network":["a","b"]}',
+    });
 
     const who = new Fault("unauthenticated", "who?", { challenge: 'Basic realm="x"' });
     expect([...faultError(who).metadata.keys()]).to.deep.equal([]);
@@ -101,7 +105,14 @@ describe("error table: the conversion interceptor", () => {
 
   /** A stream of `messages`, as an Execute handler answers it. */
   function streamOf(messages: AsyncIterable<ExecuteResponse>): StreamResponse {
-    return { stream: true, service: RService, method: RService.method.execute, header: new Headers(), trailer: new Headers(), message: messages };
+    return {
+      stream: true,
+      service: RService,
+      method: RService.method.execute,
+      header: new Headers(),
+      trailer: new Headers(),
+      message: messages,
+    };
   }
 
   const line = create(ExecuteResponseSchema, { event: { case: "output", value: "[1] 1" } });
@@ -188,7 +199,11 @@ describe("error table: end to end, REST and gRPC", function () {
     );
   }
 
-  async function expectGrpc(start: (cb: (err: grpc.ServiceError | null, res: unknown) => void) => unknown, code: grpc.status, message: string): Promise<grpc.ServiceError> {
+  async function expectGrpc(
+    start: (cb: (err: grpc.ServiceError | null, res: unknown) => void) => unknown,
+    code: grpc.status,
+    message: string,
+  ): Promise<grpc.ServiceError> {
     const e = await grpcError(start);
     expect(e.code, e.details).to.equal(code);
     expect(e.details).to.equal(message);
@@ -199,8 +214,17 @@ describe("error table: end to end, REST and gRPC", function () {
   const network = (id: string, networkIds: string[] = []) => JSON.stringify({ id, name: [{ lang: "en", value: id }], networkIds });
 
   it("invalid: 400, INVALID_ARGUMENT", async () => {
-    expectRest(await rest(url(), "GET", "/ws/draft/networks?limit=-1", { user: "cadmin" }), 400, "invalid_argument", "limit must not be negative");
-    await expectGrpc((cb) => served.clients.networks.listNetworks({ limit: -1, exclude: [] }, metadataFor("cadmin"), cb), grpc.status.INVALID_ARGUMENT, "limit must not be negative");
+    expectRest(
+      await rest(url(), "GET", "/ws/draft/networks?limit=-1", { user: "cadmin" }),
+      400,
+      "invalid_argument",
+      "limit must not be negative",
+    );
+    await expectGrpc(
+      (cb) => served.clients.networks.listNetworks({ limit: -1, exclude: [] }, metadataFor("cadmin"), cb),
+      grpc.status.INVALID_ARGUMENT,
+      "limit must not be negative",
+    );
   });
 
   it("unsupported_media (REST only, where the edge reads the body): 415", async () => {
@@ -210,8 +234,17 @@ describe("error table: end to end, REST and gRPC", function () {
 
   it("precondition: 400, FAILED_PRECONDITION", async () => {
     const message = "The git host is not a URL or an absolute path: 'relative/dir'";
-    expectRest(await rest(url(), "POST", "/rserver/packages?name=dsBase&manager=git", { user: "admin" }), 400, "failed_precondition", message);
-    await expectGrpc((cb) => served.clients.r.installPackage({ name: "dsBase", manager: "git", ref: "" }, metadataFor("admin"), cb), grpc.status.FAILED_PRECONDITION, message);
+    expectRest(
+      await rest(url(), "POST", "/rserver/packages?name=dsBase&manager=git", { user: "admin" }),
+      400,
+      "failed_precondition",
+      message,
+    );
+    await expectGrpc(
+      (cb) => served.clients.r.installPackage({ name: "dsBase", manager: "git", ref: "" }, metadataFor("admin"), cb),
+      grpc.status.FAILED_PRECONDITION,
+      message,
+    );
   });
 
   it("unauthenticated: 401 with WWW-Authenticate, UNAUTHENTICATED", async () => {
@@ -221,7 +254,11 @@ describe("error table: end to end, REST and gRPC", function () {
     const wrong = await rest(url(), "GET", "/r/sessions", { user: "user", password: "wrong" });
     expectRest(wrong, 401, "unauthenticated", "Bad credentials");
     expect(wrong.headers.get("www-authenticate")).to.equal('Basic realm="rock"');
-    const e = await expectGrpc((cb) => served.clients.r.listSessions({}, metadataFor(), cb), grpc.status.UNAUTHENTICATED, "Authentication required");
+    const e = await expectGrpc(
+      (cb) => served.clients.r.listSessions({}, metadataFor(), cb),
+      grpc.status.UNAUTHENTICATED,
+      "Authentication required",
+    );
     expect(e.metadata.get("www-authenticate"), "the challenge is HTTP's, not gRPC's").to.deep.equal([]);
   });
 
@@ -233,19 +270,31 @@ describe("error table: end to end, REST and gRPC", function () {
 
   it("not_found: 404, NOT_FOUND", async () => {
     expectRest(await rest(url(), "GET", "/ws/draft/network/nope", { user: "cadmin" }), 404, "not_found", "No such network: nope");
-    await expectGrpc((cb) => served.clients.networks.getNetwork({ id: "nope" }, metadataFor("cadmin"), cb), grpc.status.NOT_FOUND, "No such network: nope");
+    await expectGrpc(
+      (cb) => served.clients.networks.getNetwork({ id: "nope" }, metadataFor("cadmin"), cb),
+      grpc.status.NOT_FOUND,
+      "No such network: nope",
+    );
   });
 
   it("conflict: 409 with the body the fault carries, ALREADY_EXISTS with its message", async () => {
     for (const n of [network("inner"), network("outer", ["inner"])]) {
-      const created = await rest(url(), "POST", "/ws/draft/networks", { user: "cadmin", body: n, headers: { "content-type": "application/json" } });
+      const created = await rest(url(), "POST", "/ws/draft/networks", {
+        user: "cadmin",
+        body: n,
+        headers: { "content-type": "application/json" },
+      });
       expect(created.status, created.text).to.equal(201);
     }
     const res = await rest(url(), "DELETE", "/ws/draft/network/inner", { user: "cadmin" });
     expect(res.status, res.text).to.equal(409);
     expect(res.headers.get("content-type")).to.equal("application/json");
     expect(res.json()).to.deep.equal({ network: ["outer"] });
-    await expectGrpc((cb) => served.clients.networks.deleteNetwork({ id: "inner" }, metadataFor("cadmin"), cb), grpc.status.ALREADY_EXISTS, "Network inner is included in: outer");
+    await expectGrpc(
+      (cb) => served.clients.networks.deleteNetwork({ id: "inner" }, metadataFor("cadmin"), cb),
+      grpc.status.ALREADY_EXISTS,
+      "Network inner is included in: outer",
+    );
   });
 
   it("too_large (a body over limits.maxBodyBytes, at the edge): 413", async () => {
@@ -264,7 +313,8 @@ describe("error table: end to end, REST and gRPC", function () {
     const starting = rest(url(), "PUT", "/rserver", { user: "admin" });
     const message = "R server is starting; retry in 5 s";
     let res = await rest(url(), "POST", "/r/sessions", { user: "user" });
-    for (const end = Date.now() + 2_000; res.status === 500 && Date.now() < end; ) res = await rest(url(), "POST", "/r/sessions", { user: "user" });
+    for (const end = Date.now() + 2_000; res.status === 500 && Date.now() < end; )
+      res = await rest(url(), "POST", "/r/sessions", { user: "user" });
     expectRest(res, 503, "unavailable", message);
     expect(res.headers.get("retry-after")).to.equal("5");
     const e = await expectGrpc((cb) => served.clients.r.createSession({}, metadataFor("user"), cb), grpc.status.UNAVAILABLE, message);
@@ -282,7 +332,11 @@ describe("error table: end to end, REST and gRPC", function () {
 
     const tooLarge = `Upload exceeds the limit of ${MAX_UPLOAD} bytes`;
     const data = Buffer.alloc(MAX_UPLOAD + 1, 1);
-    const upload = await rest(url(), "POST", `/r/session/${id}/_upload?path=big.bin`, { user: "user", body: data, headers: { "content-type": "application/octet-stream" } });
+    const upload = await rest(url(), "POST", `/r/session/${id}/_upload?path=big.bin`, {
+      user: "user",
+      body: data,
+      headers: { "content-type": "application/octet-stream" },
+    });
     expectRest(upload, 413, "resource_exhausted", tooLarge);
     const e = await new Promise<grpc.ServiceError | null>((resolve) => {
       const stream = served.clients.r.uploadFile(metadataFor("user"), (err) => resolve(err));

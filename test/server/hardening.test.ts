@@ -20,7 +20,9 @@ const UNDECODABLE = Buffer.from([0x0a, 0x05, 0x61]);
 
 const post = (path: string, user: string, headers: Record<string, string>, length: number) =>
   `POST ${path} HTTP/1.1\r\nHost: t\r\nAuthorization: ${basic(user)}\r\n` +
-  Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("") +
+  Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join("") +
   `Content-Length: ${length}\r\n\r\n`;
 
 interface Answer {
@@ -41,7 +43,7 @@ function send(port: number, method: string, path: string, headers: Record<string
   });
 }
 
-describe("connection and request time bounds (B.7)", function () {
+describe("connection and request time bounds (B.7)", () => {
   let server: TestServer;
   before(async () => {
     server = await startTestServer({ limits: TIGHT });
@@ -89,12 +91,15 @@ describe("connection and request time bounds (B.7)", function () {
       expect(closedAfter).to.be.within(700, 1600);
       const text = conn.received().toString();
       expect(text).to.match(/^HTTP\/1\.1 408 /);
-      expect(JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4))).to.include({ status: "408", message: "Request body not received in time" });
+      expect(JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4))).to.include({
+        status: "408",
+        message: "Request body not received in time",
+      });
     });
 
     it("answers 408 when a request body stops for longer than the body idle time", async () => {
       const conn = await openRaw(server.port);
-      conn.socket.write(post("/ws/draft/networks", "editor", { "Content-Type": "application/json" }, 100) + "{");
+      conn.socket.write(`${post("/ws/draft/networks", "editor", { "Content-Type": "application/json" }, 100)}{`);
       const closedAfter = await within(conn.closed, 3000);
       expect(closedAfter).to.be.within(400, 790);
       expect(conn.received().toString()).to.match(/^HTTP\/1\.1 408 /);
@@ -122,7 +127,12 @@ describe("connection and request time bounds (B.7)", function () {
       const conn = await openRaw(server.port);
       // HEADERS without END_HEADERS: the server must wait for a CONTINUATION that never comes.
       conn.socket.write(
-        Buffer.concat([H2_PREFACE, h2Frame(H2.SETTINGS, 0, 0), h2Frame(H2.SETTINGS, H2.FLAG_ACK, 0), h2Frame(H2.HEADERS, 0, 1, Buffer.of(0x83))]),
+        Buffer.concat([
+          H2_PREFACE,
+          h2Frame(H2.SETTINGS, 0, 0),
+          h2Frame(H2.SETTINGS, H2.FLAG_ACK, 0),
+          h2Frame(H2.HEADERS, 0, 1, Buffer.of(0x83)),
+        ]),
       );
       expect(await within(conn.closed, 3000)).to.be.within(900, 2000);
     });
@@ -132,7 +142,12 @@ describe("connection and request time bounds (B.7)", function () {
       const session = http2.connect(server.url);
       session.on("error", () => undefined);
       try {
-        const headers = { ":method": "POST", ":path": "/ws/draft/networks", "content-type": "application/json", authorization: basic("editor") };
+        const headers = {
+          ":method": "POST",
+          ":path": "/ws/draft/networks",
+          "content-type": "application/json",
+          authorization: basic("editor"),
+        };
         const stream = session.request(headers, { endStream: false });
         stream.on("error", () => undefined);
         stream.resume();
@@ -204,7 +219,7 @@ describe("connection and request time bounds (B.7)", function () {
   });
 });
 
-describe("bad input gets a 4xx with a message, never a 500 (D)", function () {
+describe("bad input gets a 4xx with a message, never a 500 (D)", () => {
   let server: TestServer;
   before(async () => {
     server = await startTestServer();
@@ -304,7 +319,13 @@ describe("bad input gets a 4xx with a message, never a 500 (D)", function () {
     it("answers 415 to a body without a content type, not to an empty one", async () => {
       const bare = await send(server.port, "POST", "/ws/draft/networks", editor, network);
       expect(bare.status).to.equal(415);
-      const created = await send(server.port, "POST", "/ws/draft/networks", { ...editor, "content-type": "application/json; charset=utf-8" }, network);
+      const created = await send(
+        server.port,
+        "POST",
+        "/ws/draft/networks",
+        { ...editor, "content-type": "application/json; charset=utf-8" },
+        network,
+      );
       expect(created.status, created.text).to.equal(201);
       const id = JSON.parse(created.text).id as string;
       const empty = await send(server.port, "PUT", `/ws/draft/network/${id}/model`, { ...editor, "content-length": "0" });

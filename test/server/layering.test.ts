@@ -54,7 +54,14 @@ const RULES: readonly Rule[] = [
   {
     name: "the domain is handed its configuration parsed: of src/config it reads the types alone",
     files: ["src/r/", "src/networks/"],
-    mustNotImport: ["src/config/load.ts", "src/config/settings.ts", "src/config/setting.ts", "src/config/kinds.ts", "src/config/users.ts", "src/config/rock.ts"],
+    mustNotImport: [
+      "src/config/load.ts",
+      "src/config/settings.ts",
+      "src/config/setting.ts",
+      "src/config/kinds.ts",
+      "src/config/users.ts",
+      "src/config/rock.ts",
+    ],
   },
   {
     name: "REST is one protocol adapter beside the RPC protocols: it imports none of theirs",
@@ -252,6 +259,8 @@ describe("layering: imports run transport → interceptors → services → doma
 
   it("reads the real sources: the call kernel's import of the call observer's response meter is among them", () => {
     expect(sources.size).to.be.greaterThan(100);
-    expect(importsOf("src/transport/call/call-kernel.ts", sources.get("src/transport/call/call-kernel.ts")!, onDisk)).to.include("src/interceptors/response-meter.ts");
+    expect(importsOf("src/transport/call/call-kernel.ts", sources.get("src/transport/call/call-kernel.ts")!, onDisk)).to.include(
+      "src/interceptors/response-meter.ts",
+    );
   });
 });

@@ -115,7 +115,12 @@ describe("stopping on SIGTERM", function () {
     const check = await rest(server, "GET", "/_check");
     expect([check.status, check.headers.get("retry-after")]).to.deep.equal([500, null]);
     expect(JSON.parse(check.text)).to.deep.equal({ status: "500", key: "internal", args: [], message: "The service is stopping" });
-    const grpcCheck = await connectClient(RService, server.port, "grpc").check({}).then(() => Code.Unknown, (e: unknown) => ConnectError.from(e).code);
+    const grpcCheck = await connectClient(RService, server.port, "grpc")
+      .check({})
+      .then(
+        () => Code.Unknown,
+        (e: unknown) => ConnectError.from(e).code,
+      );
     expect(Code[grpcCheck]).to.equal(Code[Code.Internal]);
     // `/_info` lists 200 and 500 only; what it says stays true while the service stops.
     const info = await rest(server, "GET", "/_info");
@@ -123,7 +128,9 @@ describe("stopping on SIGTERM", function () {
     expect((JSON.parse(info.text) as { type: string }).type).to.equal("rock");
     expect((await health.check({ service: "" })).status).to.equal(Status.NOT_SERVING);
     expect((await health.check({ service: "rock.networks.v1.NetworkService" })).status).to.equal(Status.NOT_SERVING);
-    expect(Object.values((await health.list({})).statuses).map((s) => s.status)).to.satisfy((all: Status[]) => all.length > 0 && all.every((s) => s === Status.NOT_SERVING));
+    expect(Object.values((await health.list({})).statuses).map((s) => s.status)).to.satisfy(
+      (all: Status[]) => all.length > 0 && all.every((s) => s === Status.NOT_SERVING),
+    );
     await watch;
     expect(watched).to.deep.equal([Status.SERVING, Status.NOT_SERVING]);
 

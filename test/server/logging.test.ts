@@ -17,7 +17,10 @@ function capture() {
       return text;
     },
     lines(): Line[] {
-      return text.split("\n").filter(Boolean).map((l) => JSON.parse(l) as Line);
+      return text
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Line);
     },
   };
 }
@@ -85,12 +88,20 @@ describe("service log", function () {
     const as = { user: "logged", password: PASSWORD };
     const created = await rest(server.url, "POST", "/r/sessions", as);
     const id = created.json<{ id: string }>().id;
-    const evaluated = await rest(server.url, "POST", `/r/session/${id}/_eval`, { ...as, body: `cat("${MARKER}\\n"); print("${MARKER}"); 1`, headers: { "content-type": "application/x-rscript" } });
+    const evaluated = await rest(server.url, "POST", `/r/session/${id}/_eval`, {
+      ...as,
+      body: `cat("${MARKER}\\n"); print("${MARKER}"); 1`,
+      headers: { "content-type": "application/x-rscript" },
+    });
     expect(evaluated.status).to.equal(200);
     await rest(server.url, "DELETE", `/r/session/${id}`, as);
 
     const json = { "content-type": "application/json" };
-    await rest(server.url, "POST", "/ws/draft/networks", { ...as, headers: json, body: JSON.stringify({ id: "logged1", name: [{ lang: "en", value: "Logged" }] }) });
+    await rest(server.url, "POST", "/ws/draft/networks", {
+      ...as,
+      headers: json,
+      body: JSON.stringify({ id: "logged1", name: [{ lang: "en", value: "Logged" }] }),
+    });
     const key = (await rest(server.url, "PUT", "/ws/draft/network/logged1/_share_key?expire=2999-12-31", as)).text;
     expect(key).to.have.length.greaterThan(10);
     expect((await rest(server.url, "GET", `/ws/draft/network/logged1?key=${encodeURIComponent(key)}`)).status).to.equal(200);
@@ -100,7 +111,11 @@ describe("service log", function () {
       expect(log.text).not.to.include(secret);
     }
     expect(calls("rock.r.v1.RService/Eval").at(-1)).to.include({ protocol: "rest", status: 200, user: "logged", session: id });
-    expect(calls("rock.networks.v1.NetworkService/GetNetwork").at(-1)).to.include({ status: 200, user: "anonymous", request: "GET /ws/draft/network/logged1" });
+    expect(calls("rock.networks.v1.NetworkService/GetNetwork").at(-1)).to.include({
+      status: 200,
+      user: "anonymous",
+      request: "GET /ws/draft/network/logged1",
+    });
     expect(calls("rock.r.v1.RService/ListSessions").at(-1)).to.include({ status: 401, user: "anonymous" });
     const sessionLines = log.lines().filter((l) => l.session === id && String(l.msg).startsWith("R session"));
     expect(sessionLines.map((l) => l.msg)).to.deep.equal(["R session opened", "R session closed"]);
@@ -108,7 +123,11 @@ describe("service log", function () {
 
   it("records the status the REST edge answered with: 201 for a creation, 204 for no content", async () => {
     const as = { user: "logged", password: PASSWORD };
-    const created = await rest(server.url, "POST", "/ws/draft/networks", { ...as, headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "status1", name: [{ lang: "en", value: "S" }] }) });
+    const created = await rest(server.url, "POST", "/ws/draft/networks", {
+      ...as,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id: "status1", name: [{ lang: "en", value: "S" }] }),
+    });
     const published = await rest(server.url, "PUT", "/ws/draft/network/status1/_publish", as);
     const session = await rest(server.url, "POST", "/r/sessions", as);
     const ended = await rest(server.url, "DELETE", `/r/session/${session.json<{ id: string }>().id}`, as);
@@ -124,22 +143,37 @@ describe("service log", function () {
     const id = (await rest(server.url, "POST", "/r/sessions", as)).json<{ id: string }>().id;
     try {
       const script = "paste(rep('é', 1000), collapse = '')";
-      const evaluated = await rest(server.url, "POST", `/r/session/${id}/_eval`, { ...as, body: script, headers: { "content-type": "application/x-rscript" } });
+      const evaluated = await rest(server.url, "POST", `/r/session/${id}/_eval`, {
+        ...as,
+        body: script,
+        headers: { "content-type": "application/x-rscript" },
+      });
       expect(evaluated.status).to.equal(200);
       expect(calls("rock.r.v1.RService/Eval").at(-1)).to.include({ bytesIn: Buffer.byteLength(script), bytesOut: evaluated.bytes.length });
       expect(evaluated.bytes.length).to.be.greaterThan(2000);
 
       const file = Buffer.alloc(300_000, 7);
-      const uploaded = await rest(server.url, "POST", `/r/session/${id}/_upload?path=f.bin`, { ...as, body: file, headers: { "content-type": "application/octet-stream" } });
+      const uploaded = await rest(server.url, "POST", `/r/session/${id}/_upload?path=f.bin`, {
+        ...as,
+        body: file,
+        headers: { "content-type": "application/octet-stream" },
+      });
       expect(uploaded.status).to.be.within(200, 201);
       expect(calls("rock.r.v1.RService/UploadFile").at(-1)).to.include({ bytesIn: file.length, bytesOut: uploaded.bytes.length });
       const downloaded = await rest(server.url, "GET", `/r/session/${id}/_download?path=f.bin`, as);
       expect(downloaded.bytes.equals(file)).to.equal(true);
       expect(calls("rock.r.v1.RService/DownloadFile").at(-1)).to.include({ status: 200, bytesOut: file.length });
 
-      const executed = await rest(server.url, "POST", `/r/session/${id}/_execute`, { ...as, body: "for (i in 1:50) print(i); 1", headers: { "content-type": "application/x-rscript" } });
+      const executed = await rest(server.url, "POST", `/r/session/${id}/_execute`, {
+        ...as,
+        body: "for (i in 1:50) print(i); 1",
+        headers: { "content-type": "application/x-rscript" },
+      });
       // Console output reaches the stream in whatever pieces the pipe delivered; only their concatenation is stable.
-      const lines = executed.text.trim().split("\n").map((line) => JSON.parse(line) as { output?: string; json?: unknown });
+      const lines = executed.text
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { output?: string; json?: unknown });
       expect(lines.map((line) => line.output ?? "").join("")).to.include("[1] 50\n");
       expect(lines.at(-1)).to.have.property("json");
       expect(calls("rock.r.v1.RService/Execute").at(-1)).to.include({ status: 200, bytesOut: executed.bytes.length });
@@ -165,7 +199,10 @@ describe("service log", function () {
       expect(answer.status, `${method} ${path}`).to.equal(status);
       answers.push(answer);
     }
-    const lines = log.lines().filter((l) => l.msg === "call" || l.msg === "call refused: limit reached").slice(-refusals.length);
+    const lines = log
+      .lines()
+      .filter((l) => l.msg === "call" || l.msg === "call refused: limit reached")
+      .slice(-refusals.length);
     expect(lines.map((l) => [l.rpc, l.request, l.status])).to.deep.equal([
       ["unrouted", "GET /no/such/path", 404],
       ["unrouted", "DELETE /_info", 405],
@@ -188,20 +225,40 @@ describe("service log", function () {
     const client = new grpcJs.Client(`127.0.0.1:${server.port}`, grpcJs.credentials.createInsecure());
     try {
       const error = await new Promise<grpcJs.ServiceError | null>((resolve) =>
-        client.makeUnaryRequest("/rock.r.v1.RService/NoSuchMethod", (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(3), (e) => resolve(e)),
+        client.makeUnaryRequest(
+          "/rock.r.v1.RService/NoSuchMethod",
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          Buffer.alloc(3),
+          (e) => resolve(e),
+        ),
       );
       expect(error?.code).to.equal(grpcJs.status.UNIMPLEMENTED);
     } finally {
       client.close();
     }
-    const line = log.lines().filter((l) => l.msg === "call").at(-1);
-    expect(line).to.include({ rpc: "unrouted", protocol: "grpc", request: "POST /rock.r.v1.RService/NoSuchMethod", status: "unimplemented", user: "anonymous" });
+    const line = log
+      .lines()
+      .filter((l) => l.msg === "call")
+      .at(-1);
+    expect(line).to.include({
+      rpc: "unrouted",
+      protocol: "grpc",
+      request: "POST /rock.r.v1.RService/NoSuchMethod",
+      status: "unimplemented",
+      user: "anonymous",
+    });
     expect(line!.durationMs).to.be.a("number");
   });
 
   it("takes its level and format from log.level / ROCK_LOG_LEVEL and log.format / ROCK_LOG_FORMAT", () => {
-    expect(loadConfig(undefined, { ROCK_LOG_LEVEL: "warn", ROCK_LOG_FORMAT: "pretty" }).log).to.deep.equal({ level: "warn", format: "pretty" });
+    expect(loadConfig(undefined, { ROCK_LOG_LEVEL: "warn", ROCK_LOG_FORMAT: "pretty" }).log).to.deep.equal({
+      level: "warn",
+      format: "pretty",
+    });
     expect(() => loadConfig(undefined, { ROCK_LOG_LEVEL: "loud" })).to.throw(/log\.level \(ROCK_LOG_LEVEL\): expected one of/);
-    expect(() => loadConfig(undefined, { ROCK_LOG_FORMAT: "xml" })).to.throw(/log\.format \(ROCK_LOG_FORMAT\): expected json or pretty, not 'xml'/);
+    expect(() => loadConfig(undefined, { ROCK_LOG_FORMAT: "xml" })).to.throw(
+      /log\.format \(ROCK_LOG_FORMAT\): expected json or pretty, not 'xml'/,
+    );
   });
 });

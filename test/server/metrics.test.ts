@@ -53,11 +53,24 @@ describe("GET /metrics", function () {
 
     const session = await rest(served.server.url, "POST", "/r/sessions", { user: "user" });
     const id = session.json<{ id: string }>().id;
-    const evaluated = await rest(served.server.url, "POST", `/r/session/${id}/_eval`, { user: "user", body: "1+1", headers: { "content-type": "application/x-rscript" } });
+    const evaluated = await rest(served.server.url, "POST", `/r/session/${id}/_eval`, {
+      user: "user",
+      body: "1+1",
+      headers: { "content-type": "application/x-rscript" },
+    });
     expect(evaluated.status).to.equal(200);
     expect((await rest(served.server.url, "GET", `/no/route/${id}`)).status).to.equal(404);
     await new Promise<void>((resolve, reject) =>
-      served.clients.r.eval({ id, script: { contentType: "application/x-rscript", data: Buffer.from("2+2"), extensions: [] }, accept: "application/json", async: false }, metadataFor("user"), (e) => (e ? reject(e) : resolve())),
+      served.clients.r.eval(
+        {
+          id,
+          script: { contentType: "application/x-rscript", data: Buffer.from("2+2"), extensions: [] },
+          accept: "application/json",
+          async: false,
+        },
+        metadataFor("user"),
+        (e) => (e ? reject(e) : resolve()),
+      ),
     );
     const created = await rest(served.server.url, "POST", "/ws/draft/networks", {
       user: "cadmin",
@@ -95,7 +108,15 @@ describe("metrics.enabled: false", function () {
   it("keeps no metrics: GET /metrics answers 404, the calls still answer", async () => {
     const base = defaults();
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "rock-test-"));
-    const config = { ...base, port: 0, host: "127.0.0.1", dataDir, users: USERS, r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() }, metrics: { enabled: false } };
+    const config = {
+      ...base,
+      port: 0,
+      host: "127.0.0.1",
+      dataDir,
+      users: USERS,
+      r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() },
+      metrics: { enabled: false },
+    };
     const rock = await startRock(config, { logger: createLogger({ level: "warn" }), announce: () => {} });
     try {
       const url = `http://127.0.0.1:${rock.port}`;
@@ -110,6 +131,8 @@ describe("metrics.enabled: false", function () {
   it("is read from metrics.enabled / ROCK_METRICS_ENABLED; a value that is not a boolean stops the start naming it", () => {
     expect(loadConfig(undefined, {}).metrics).to.deep.equal({ enabled: true });
     expect(loadConfig(undefined, { ROCK_METRICS_ENABLED: "false" }).metrics).to.deep.equal({ enabled: false });
-    expect(() => loadConfig(undefined, { ROCK_METRICS_ENABLED: "off-ish" })).to.throw(/metrics\.enabled \(ROCK_METRICS_ENABLED\): expected true or false/);
+    expect(() => loadConfig(undefined, { ROCK_METRICS_ENABLED: "off-ish" })).to.throw(
+      /metrics\.enabled \(ROCK_METRICS_ENABLED\): expected true or false/,
+    );
   });
 });

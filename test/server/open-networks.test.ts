@@ -25,18 +25,30 @@ describe("ROCK_SECURITY_ENABLED=false: open to the networks named, never to anyo
 
   describe("from a client inside an open network", () => {
     let server: TestServer;
-    before(async () => (server = await startTestServer({ auth: { securityEnabled: false, openNetworks: ["127.0.0.0/8"] }, r: { startOnBoot: true, spareSessions: 0 } })));
+    before(
+      async () =>
+        (server = await startTestServer({
+          auth: { securityEnabled: false, openNetworks: ["127.0.0.0/8"] },
+          r: { startOnBoot: true, spareSessions: 0 },
+        })),
+    );
     after(() => server.stop());
 
     it("serves the R service without credentials, and with credentials that match no user (as Opal's pods send)", async () => {
       const anonymous = await fetch(`${server.url}/r/sessions`, { method: "POST" });
       expect(anonymous.status, await anonymous.clone().text()).to.equal(201);
-      const stranger = await fetch(`${server.url}/rserver`, { headers: { authorization: `Basic ${Buffer.from("opal:whatever").toString("base64")}` } });
+      const stranger = await fetch(`${server.url}/rserver`, {
+        headers: { authorization: `Basic ${Buffer.from("opal:whatever").toString("base64")}` },
+      });
       expect(stranger.status).to.equal(200);
     });
 
     it("keeps the catalogue closed: the open caller has no catalogue role", async () => {
-      const res = await fetch(`${server.url}/ws/draft/networks`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: [{ lang: "en", value: "N" }] }) });
+      const res = await fetch(`${server.url}/ws/draft/networks`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: [{ lang: "en", value: "N" }] }),
+      });
       expect(res.status).to.equal(403);
     });
   });
@@ -48,9 +60,13 @@ describe("ROCK_SECURITY_ENABLED=false: open to the networks named, never to anyo
 
     it("still asks for credentials (401) and checks them", async () => {
       expect((await fetch(`${server.url}/rserver`)).status).to.equal(401);
-      const wrong = await fetch(`${server.url}/rserver`, { headers: { authorization: `Basic ${Buffer.from("admin:nope").toString("base64")}` } });
+      const wrong = await fetch(`${server.url}/rserver`, {
+        headers: { authorization: `Basic ${Buffer.from("admin:nope").toString("base64")}` },
+      });
       expect(wrong.status).to.equal(401);
-      const right = await fetch(`${server.url}/rserver`, { headers: { authorization: `Basic ${Buffer.from("admin:admin").toString("base64")}` } });
+      const right = await fetch(`${server.url}/rserver`, {
+        headers: { authorization: `Basic ${Buffer.from("admin:admin").toString("base64")}` },
+      });
       expect(right.status).to.equal(200);
     });
   });

@@ -43,7 +43,11 @@ function schemaPointers(value: unknown, pointer = ""): string[] {
 
 /** Checks answers against the description: a documented status, media type, headers and body schema. */
 class Conformance {
-  private readonly ajv = new Ajv2020({ strict: true, validateFormats: false, keywords: ["openapi", "info", "tags", "paths", "components"] });
+  private readonly ajv = new Ajv2020({
+    strict: true,
+    validateFormats: false,
+    keywords: ["openapi", "info", "tags", "paths", "components"],
+  });
   private readonly compiled = new Map<string, ValidateFunction>();
 
   constructor(private readonly document: OpenApiDocument) {
@@ -92,7 +96,7 @@ class Conformance {
   }
 }
 
-describe("OpenAPI description", function () {
+describe("OpenAPI description", () => {
   it("is a valid OpenAPI 3.1 document", async () => {
     expect(doc.openapi).to.equal("3.1.0");
     // A fresh copy: the parser resolves references in place.
@@ -112,7 +116,12 @@ describe("OpenAPI description", function () {
     const routes = describedRouteTable().routes.map((r) => `${r.httpMethod} ${r.template.source.replace(/=\*\*?\}/g, "}")}`);
     const described = Object.entries(doc.paths).flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`));
     expect(described.sort()).to.deep.equal(routes.sort());
-    expect(routes).to.include.members(["GET /_info", "POST /r/session/{id}/_eval", "GET /ws/draft/networks", "GET /rserver/packages/_datashield"]);
+    expect(routes).to.include.members([
+      "GET /_info",
+      "POST /r/session/{id}/_eval",
+      "GET /ws/draft/networks",
+      "GET /rserver/packages/_datashield",
+    ]);
   });
 
   it("describes the answers of existing RPCs only", () => {
@@ -135,9 +144,11 @@ describe("OpenAPI description", function () {
       expect(op.responses, template).to.not.have.property("403");
       expect(op.description, template).to.include("refused 401");
     }
-    expect(doc.paths["/ws/draft/network/{id}/_publish"]!.put!.responses["403"]).to.deep.equal({ $ref: "#/components/responses/PermissionDenied" });
+    expect(doc.paths["/ws/draft/network/{id}/_publish"]!.put!.responses["403"]).to.deep.equal({
+      $ref: "#/components/responses/PermissionDenied",
+    });
     expect(doc.paths["/r/sessions"]!.post!.description).to.include("**Roles**: `administrator` or `user`.");
-    expect(doc.components.securitySchemes["basicAuth"]).to.include({ type: "http", scheme: "basic" });
+    expect(doc.components.securitySchemes.basicAuth).to.include({ type: "http", scheme: "basic" });
   });
 
   it("opens each operation's description with its RPC's proto comment, and describes fields by theirs", () => {
@@ -154,7 +165,7 @@ describe("OpenAPI description", function () {
     const created = protoComment("rock/r/v1/rservice.proto", /^\s*string created_date = 4;/);
     expect(created).to.equal("UTC, `YYYY-MM-DD hh:mm:ss`.");
     const session = doc.components.schemas["rock.r.v1.Session"] as { properties: Record<string, { description?: string }> };
-    expect(session.properties["createdDate"]!.description).to.equal(created);
+    expect(session.properties.createdDate!.description).to.equal(created);
     const subject = doc.paths["/r/sessions"]!.get!.parameters!.find((p) => p.name === "subject");
     expect(subject!.description).to.equal(protoComment("rock/r/v1/rservice.proto", /^\s*optional string subject = 1;/));
   });
@@ -237,7 +248,12 @@ describe("OpenAPI description against the server", function () {
     await call("GET", "/r/sessions", "/r/sessions", admin());
     await call("GET", "/r/session/{id}", s, admin());
     await call("POST", "/r/session/{id}/_eval", `${s}/_eval`, admin({ headers: rscript, body: "list(a = 1, b = 'x')" }));
-    await call("POST", "/r/session/{id}/_eval", `${s}/_eval`, admin({ headers: { ...rscript, accept: "application/octet-stream" }, body: "1:3" }));
+    await call(
+      "POST",
+      "/r/session/{id}/_eval",
+      `${s}/_eval`,
+      admin({ headers: { ...rscript, accept: "application/octet-stream" }, body: "1:3" }),
+    );
     await call("POST", "/r/session/{id}/_assign", `${s}/_assign?s=x`, admin({ headers: rscript, body: "42" }));
     const queued = await call("POST", "/r/session/{id}/_eval", `${s}/_eval?async=TRUE`, admin({ headers: rscript, body: "x + 1" }));
     expect(queued.status).to.equal(201);
@@ -248,7 +264,12 @@ describe("OpenAPI description against the server", function () {
     await call("POST", "/r/session/{id}/_execute", `${s}/_execute`, admin({ headers: rscript, body: "print('hi'); warning('w'); 7" }));
     const boundary = "openapi-test";
     const form = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nhello\r\n--${boundary}--\r\n`;
-    await call("POST", "/r/session/{id}/_upload", `${s}/_upload`, admin({ headers: { "content-type": `multipart/form-data; boundary=${boundary}` }, body: form }));
+    await call(
+      "POST",
+      "/r/session/{id}/_upload",
+      `${s}/_upload`,
+      admin({ headers: { "content-type": `multipart/form-data; boundary=${boundary}` }, body: form }),
+    );
     await call("GET", "/r/session/{id}/_download", `${s}/_download?path=a.txt`, admin());
     await call("POST", "/r/session/{id}/_interrupt", `${s}/_interrupt`, admin());
     await call("GET", "/rserver", "/rserver", admin());

@@ -8,7 +8,10 @@ import os from "node:os";
 import path from "node:path";
 import { NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
 import { HealthCheckResponse_ServingStatus } from "../../gen/es/grpc/health/v1/health_pb.js";
-import { HealthCheckResponse_ServingStatus as GrpcJsServingStatus, type HealthCheckResponse } from "../../gen/grpc-js/grpc/health/v1/health.js";
+import {
+  HealthCheckResponse_ServingStatus as GrpcJsServingStatus,
+  type HealthCheckResponse,
+} from "../../gen/grpc-js/grpc/health/v1/health.js";
 import type { GetNetworkResponse } from "../../gen/grpc-js/rock/networks/v1/networks.js";
 import { startTestServer, basic, type TestServer } from "../support/server.js";
 import { rest, grpcClients, metadataFor, call, connectClient, type ConnectProtocol } from "../support/clients.js";
@@ -17,7 +20,7 @@ import { Health } from "../../src/server/health.js";
 const BUF = path.resolve("node_modules/.bin/buf");
 const execBuf = promisify(execFile);
 
-describe("one port, every protocol", function () {
+describe("one port, every protocol", () => {
   let server: TestServer;
   let grpc: ReturnType<typeof grpcClients>;
   /** buf keeps a cache; tests keep it in a temporary folder. */
@@ -73,7 +76,7 @@ describe("one port, every protocol", function () {
     const client = new Service(`127.0.0.1:${server.port}`, grpcJs.credentials.createInsecure());
     try {
       const res = await new Promise<{ network: { id: string } }>((resolve, reject) =>
-        client["getNetwork"]!({ id: "pn" }, metadataFor("editor"), (err: grpcJs.ServiceError | null, r: { network: { id: string } }) =>
+        client.getNetwork!({ id: "pn" }, metadataFor("editor"), (err: grpcJs.ServiceError | null, r: { network: { id: string } }) =>
           err ? reject(err) : resolve(r),
         ),
       );
@@ -86,9 +89,13 @@ describe("one port, every protocol", function () {
   it("maps errors to the same codes in every protocol", async () => {
     const res = await rest(server.url, "GET", "/ws/draft/network/nope", { user: "editor" });
     expect(res.status).to.equal(404);
-    const err = await call<GetNetworkResponse>((cb) => grpc.networks.getNetwork({ id: "nope" }, metadataFor("editor"), cb)).catch((e: { code: number }) => e);
+    const err = await call<GetNetworkResponse>((cb) => grpc.networks.getNetwork({ id: "nope" }, metadataFor("editor"), cb)).catch(
+      (e: { code: number }) => e,
+    );
     expect((err as { code: number }).code).to.equal(5);
-    const connectErr = await connectClient(NetworkService, server.port, "connect", "editor").getNetwork({ id: "nope" }).catch((e: { code: number }) => e);
+    const connectErr = await connectClient(NetworkService, server.port, "connect", "editor")
+      .getNetwork({ id: "nope" })
+      .catch((e: { code: number }) => e);
     expect((connectErr as { code: number }).code).to.equal(5);
   });
 
@@ -97,7 +104,9 @@ describe("one port, every protocol", function () {
     expect(res.status).to.equal(GrpcJsServingStatus.SERVING);
     const named = await connectClient(Health, server.port, "grpc").check({ service: "rock.networks.v1.NetworkService" });
     expect(named.status).to.equal(HealthCheckResponse_ServingStatus.SERVING);
-    const unknown = await connectClient(Health, server.port, "grpc").check({ service: "no.Such" }).catch((e: { code: number }) => e);
+    const unknown = await connectClient(Health, server.port, "grpc")
+      .check({ service: "no.Such" })
+      .catch((e: { code: number }) => e);
     expect((unknown as { code: number }).code).to.equal(5);
   });
 
@@ -131,7 +140,14 @@ describe("one port, every protocol", function () {
 
   it("lets buf curl describe methods through reflection v1alpha too", async function () {
     this.timeout(60_000);
-    const { stdout } = await run(BUF, ["curl", "--http2-prior-knowledge", "--reflect-protocol", "grpc-v1alpha", "--list-methods", server.url]);
+    const { stdout } = await run(BUF, [
+      "curl",
+      "--http2-prior-knowledge",
+      "--reflect-protocol",
+      "grpc-v1alpha",
+      "--list-methods",
+      server.url,
+    ]);
     expect(stdout).to.include("rock.r.v1.RService/Eval");
     expect(stdout).to.include("rock.networks.v1.NetworkService/ListNetworks");
   });

@@ -42,7 +42,7 @@ async function stillServes(server: TestServer, caFile?: string): Promise<void> {
   expect(stdout).to.equal("200");
 }
 
-describe("clients resetting their connections", function () {
+describe("clients resetting their connections", () => {
   let dir: string;
   let files: { cert: string; key: string };
   before(async () => {

@@ -3,7 +3,12 @@ import { expect } from "chai";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { create, createFileRegistry, setExtension, type DescMethod, type MessageInitShape } from "@bufbuild/protobuf";
-import { FieldDescriptorProto_Label, FieldDescriptorProto_Type, FileDescriptorProtoSchema, MethodOptionsSchema } from "@bufbuild/protobuf/wkt";
+import {
+  FieldDescriptorProto_Label,
+  FieldDescriptorProto_Type,
+  FileDescriptorProtoSchema,
+  MethodOptionsSchema,
+} from "@bufbuild/protobuf/wkt";
 import { createContextValues, type ServiceImpl } from "@connectrpc/connect";
 import { file_google_api_annotations, http as httpOption } from "../../gen/es/google/api/annotations_pb.js";
 import { HttpRuleSchema } from "../../gen/es/google/api/http_pb.js";
@@ -122,7 +127,13 @@ describe("REST answer option (rest_answer)", () => {
       const options = create(MethodOptionsSchema);
       setExtension(options, httpOption, create(HttpRuleSchema, { pattern: { case: "post", value: "/things" } }));
       setExtension(options, rest_answer, create(RestAnswerSchema, answer));
-      const scalar = (name: string, number: number, type: FieldDescriptorProto_Type) => ({ name, number, type, label: FieldDescriptorProto_Label.OPTIONAL, jsonName: name });
+      const scalar = (name: string, number: number, type: FieldDescriptorProto_Type) => ({
+        name,
+        number,
+        type,
+        label: FieldDescriptorProto_Label.OPTIONAL,
+        jsonName: name,
+      });
       const file = create(FileDescriptorProtoSchema, {
         name: "test/things.proto",
         package: "test.v1",
@@ -139,7 +150,9 @@ describe("REST answer option (rest_answer)", () => {
             ],
           },
         ],
-        service: [{ name: "Things", method: [{ name: "Make", inputType: ".test.v1.MakeRequest", outputType: ".test.v1.MakeResponse", options }] }],
+        service: [
+          { name: "Things", method: [{ name: "Make", inputType: ".test.v1.MakeRequest", outputType: ".test.v1.MakeResponse", options }] },
+        ],
       });
       const deps = new Map([
         ["google/api/annotations.proto", file_google_api_annotations],
@@ -169,7 +182,11 @@ describe("REST answer option (rest_answer)", () => {
         const method = methodWith({ created });
         expect(() => compileRestAnswer(method), created).to.throw(error);
         // The route table compiles it when the server starts.
-        expect(() => new RouteTable([{ desc: method.parent, spec: createServiceImplSpec(method.parent, {}), rest: { alwaysEmitImplicit: false } }]), created).to.throw(error);
+        expect(
+          () =>
+            new RouteTable([{ desc: method.parent, spec: createServiceImplSpec(method.parent, {}), rest: { alwaysEmitImplicit: false } }]),
+          created,
+        ).to.throw(error);
       }
     });
 

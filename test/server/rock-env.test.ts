@@ -18,7 +18,10 @@ import { freePort } from "../networks/server-support.js";
  */
 const VECTORS = {
   pbkdf2: { password: "password", secret: "{pbkdf2}0102030405060708a6e20384a37755b292cf50dfb3b04397b78941542c59b0dd6ca69be36b465087" },
-  pbkdf2Unicode: { password: "passw\u9292rd", secret: "{pbkdf2}a1b2c3d4e5f60718657d6163990216fe459a5ca8f7ff8a722271227d2873ccb2f33694deecca1313" },
+  pbkdf2Unicode: {
+    password: "passw\u9292rd",
+    secret: "{pbkdf2}a1b2c3d4e5f60718657d6163990216fe459a5ca8f7ff8a722271227d2873ccb2f33694deecca1313",
+  },
   scrypt: {
     password: "password",
     secret:
@@ -100,14 +103,20 @@ describe("Rock's environment", function () {
       [{ ROCK_PORT: "eighty" }, /port \(ROCK_PORT\): expected a number, not 'eighty'/],
       [{ ROCK_MAX_BODY_BYTES: "64MB" }, /limits\.maxBodyBytes \(ROCK_MAX_BODY_BYTES\): expected a number/],
       [{ ROCK_SESION_TIMEOUT: "5" }, /unknown environment variable ROCK_SESION_TIMEOUT/],
-      [{ ROCK_ADMINISTRATOR_NAME: "boss", ROCK_ADMINISTRATOR_PASSWORD: "{sha256}abc" }, /ROCK_ADMINISTRATOR_PASSWORD \(user 'boss'\): unsupported secret prefix '\{sha256\}'/],
+      [
+        { ROCK_ADMINISTRATOR_NAME: "boss", ROCK_ADMINISTRATOR_PASSWORD: "{sha256}abc" },
+        /ROCK_ADMINISTRATOR_PASSWORD \(user 'boss'\): unsupported secret prefix '\{sha256\}'/,
+      ],
       [{ ROCK_USERS: "ann:{bcrypt}not-a-hash:user" }, /users \(ROCK_USERS\) \(user 'ann'\): \{bcrypt\} must be followed by a bcrypt hash/],
       [{ ROCK_ADMINISTRATOR_NAME: "boss" }, /ROCK_ADMINISTRATOR_NAME is set but ROCK_ADMINISTRATOR_PASSWORD is not/],
       [{}, /users\[0\] \(user 'alice'\): unsupported secret prefix '\{sha256\}'/, ["--config", file]],
     ];
     for (const [env, message, args] of cases) {
       const dataDir = join(dir, "data");
-      const run = await runMain(args ?? [], { env: { ROCK_PORT: port, ROCK_HOST: "127.0.0.1", ROCK_DATA_DIR: dataDir, ROCK_R_START: "false", ...env }, timeoutMs: 10_000 });
+      const run = await runMain(args ?? [], {
+        env: { ROCK_PORT: port, ROCK_HOST: "127.0.0.1", ROCK_DATA_DIR: dataDir, ROCK_R_START: "false", ...env },
+        timeoutMs: 10_000,
+      });
       expect(run.code, `${JSON.stringify(env)}: ${run.stderr}`).to.equal(1);
       expect(run.stderr).to.match(message);
       expect(existsSync(dataDir), "nothing is written before the configuration is whole").to.equal(false);
@@ -123,7 +132,7 @@ describe("Rock's environment", function () {
       try {
         for (const [name, v] of Object.entries(VECTORS)) {
           expect((await directory.authenticate(name, v.password))?.name, name).to.equal(name);
-          expect(await directory.authenticate(name, v.password + "x"), name).to.equal(undefined);
+          expect(await directory.authenticate(name, `${v.password}x`), name).to.equal(undefined);
           expect(await directory.authenticate(name, v.secret), `${name}: its stored form`).to.equal(undefined);
         }
       } finally {

@@ -63,7 +63,22 @@ const ENDPOINTS: readonly Endpoint[] = [
     rest: ["POST", "/ws/draft/networks", "NEW"],
     grpc: (c, md, cb) => {
       const a = `g${++counter}`;
-      return c.networks.createNetwork({ network: { id: a, name: [{ lang: "en", value: a }], acronym: [], description: [], studyIds: [], studySummaries: [], memberships: [], networkIds: [] } }, md, cb);
+      return c.networks.createNetwork(
+        {
+          network: {
+            id: a,
+            name: [{ lang: "en", value: a }],
+            acronym: [],
+            description: [],
+            studyIds: [],
+            studySummaries: [],
+            memberships: [],
+            networkIds: [],
+          },
+        },
+        md,
+        cb,
+      );
     },
     allowed: { cadmin: 201, reviewer: 201, editor: 201 },
   },

@@ -47,7 +47,9 @@ describe("REST route trie", () => {
 
   it("refuses, when built, two bindings of one method that take the same paths, naming both", () => {
     expect(() => new RouteTrie(["GET /a/{x}", "GET /a/{y=*}"].map(bound))).to.throw("GET /a/{y=*} takes the same paths as GET /a/{x}");
-    expect(() => new RouteTrie(["PUT /a/{x}/{p=**}", "PUT /a/{y}/{q=**}"].map(bound))).to.throw("PUT /a/{y}/{q=**} takes the same paths as PUT /a/{x}/{p=**}");
+    expect(() => new RouteTrie(["PUT /a/{x}/{p=**}", "PUT /a/{y}/{q=**}"].map(bound))).to.throw(
+      "PUT /a/{y}/{q=**} takes the same paths as PUT /a/{x}/{p=**}",
+    );
     expect(() => new RouteTrie(["GET /a/{x}", "POST /a/{y}", "GET /a/b", "GET /a/{x}/{y=**}"].map(bound))).to.not.throw();
   });
 

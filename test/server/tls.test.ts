@@ -51,7 +51,7 @@ async function curl(args: readonly string[]): Promise<CurlAnswer> {
   return { status: Number(status), httpVersion: httpVersion!, body: stdout.slice(0, cut) };
 }
 
-describe("TLS on the one port", function () {
+describe("TLS on the one port", () => {
   let dir: string;
   let files: { cert: string; key: string };
   let ca: Buffer;
@@ -66,7 +66,8 @@ describe("TLS on the one port", function () {
     let server: TestServer;
     /** buf keeps a cache; tests keep it in a temporary folder. */
     let bufCache: string;
-    const buf = (args: string[]) => run(BUF, ["curl", "--cacert", files.cert, ...args], { env: { ...process.env, BUF_CACHE_DIR: bufCache } });
+    const buf = (args: string[]) =>
+      run(BUF, ["curl", "--cacert", files.cert, ...args], { env: { ...process.env, BUF_CACHE_DIR: bufCache } });
 
     before(async () => {
       bufCache = fs.mkdtempSync(path.join(os.tmpdir(), "rock-buf-"));
@@ -85,7 +86,10 @@ describe("TLS on the one port", function () {
     });
 
     it("serves /_info to curl over HTTP/1.1 and HTTP/2 (ALPN), announcing the https public URL", async () => {
-      for (const [flag, version] of [["--http1.1", "1.1"], ["--http2", "2"]] as const) {
+      for (const [flag, version] of [
+        ["--http1.1", "1.1"],
+        ["--http2", "2"],
+      ] as const) {
         const res = await curl(["--cacert", files.cert, flag, `${server.url}/_info`]);
         expect(res.status, flag).to.equal(200);
         expect(res.httpVersion, flag).to.equal(version);
@@ -130,8 +134,17 @@ describe("TLS on the one port", function () {
     it("lets buf curl list the services through reflection and call an RPC by name", async function () {
       this.timeout(60_000);
       const listed = await buf(["--list-services", server.url]);
-      expect(listed.stdout.trim().split("\n")).to.include.members(["rock.networks.v1.NetworkService", "grpc.reflection.v1.ServerReflection"]);
-      const called = await buf(["-H", `authorization: ${basic("editor")}`, "-d", '{"id":"pn"}', `${server.url}/rock.networks.v1.NetworkService/GetNetwork`]);
+      expect(listed.stdout.trim().split("\n")).to.include.members([
+        "rock.networks.v1.NetworkService",
+        "grpc.reflection.v1.ServerReflection",
+      ]);
+      const called = await buf([
+        "-H",
+        `authorization: ${basic("editor")}`,
+        "-d",
+        '{"id":"pn"}',
+        `${server.url}/rock.networks.v1.NetworkService/GetNetwork`,
+      ]);
       expect((JSON.parse(called.stdout) as { network: { id: string } }).network.id).to.equal("pn");
     });
 
@@ -144,7 +157,9 @@ describe("TLS on the one port", function () {
     it("serves no h2c: a cleartext gRPC client fails with UNAVAILABLE", async () => {
       const grpc = grpcClients(server.port);
       try {
-        const err = await call<HealthCheckResponse>((cb) => grpc.health.check({ service: "" }, metadataFor(), cb)).catch((e: grpcJs.ServiceError) => e);
+        const err = await call<HealthCheckResponse>((cb) => grpc.health.check({ service: "" }, metadataFor(), cb)).catch(
+          (e: grpcJs.ServiceError) => e,
+        );
         expect((err as grpcJs.ServiceError).code).to.equal(grpcJs.status.UNAVAILABLE);
       } finally {
         grpc.close();
@@ -204,7 +219,12 @@ describe("TLS on the one port", function () {
       const session = http2.connect(server.url, { ca, servername: "localhost" });
       session.on("error", () => undefined);
       try {
-        const headers = { ":method": "POST", ":path": "/ws/draft/networks", "content-type": "application/json", authorization: basic("editor") };
+        const headers = {
+          ":method": "POST",
+          ":path": "/ws/draft/networks",
+          "content-type": "application/json",
+          authorization: basic("editor"),
+        };
         const stream = session.request(headers, { endStream: false });
         stream.on("error", () => undefined);
         stream.resume();
@@ -250,7 +270,9 @@ describe("TLS on the one port", function () {
 
     it("refuses a key that is not the certificate's, naming both files", async () => {
       const other = await makeCertificate(dir, "other");
-      expect(await refusal({ cert: files.cert, key: other.key })).to.match(new RegExp(`^tls\\.key ${other.key} is not the key of tls\\.cert ${files.cert} \\(`));
+      expect(await refusal({ cert: files.cert, key: other.key })).to.match(
+        new RegExp(`^tls\\.key ${other.key} is not the key of tls\\.cert ${files.cert} \\(`),
+      );
     });
 
     it("refuses a certificate without a key", async () => {

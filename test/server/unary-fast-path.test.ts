@@ -3,8 +3,13 @@ import http from "node:http";
 import http2 from "node:http2";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { create, fromBinary, toBinary, toJsonString, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import * as grpc from "@grpc/grpc-js";
-import { EvalRequestSchema, ExecuteRequestSchema, ExecuteResponseSchema, GetSessionRequestSchema } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import type * as grpc from "@grpc/grpc-js";
+import {
+  EvalRequestSchema,
+  ExecuteRequestSchema,
+  ExecuteResponseSchema,
+  GetSessionRequestSchema,
+} from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { HealthCheckRequestSchema } from "../../gen/es/grpc/health/v1/health_pb.js";
 import { call, grpcClients, metadataFor, type GrpcClients } from "../support/clients.js";
 import { basic, startTestServer, type TestServer } from "../support/server.js";
@@ -153,7 +158,11 @@ describe("unary fast path against Connect-ES", function () {
   }
 
   const evalOf = (s: TestServer, script: string, accept = "application/json") =>
-    create(EvalRequestSchema, { id: sessions.get(s)!, script: { contentType: "application/x-rscript", data: Buffer.from(script) }, accept });
+    create(EvalRequestSchema, {
+      id: sessions.get(s)!,
+      script: { contentType: "application/x-rscript", data: Buffer.from(script) },
+      accept,
+    });
 
   for (const wire of ["grpc", "grpc-web", "connect"] as const) {
     for (const codec of ["proto", "json"] as const) {
@@ -162,31 +171,83 @@ describe("unary fast path against Connect-ES", function () {
         const on = `${wire}+${codec} over ${h2 ? "HTTP/2" : "HTTP/1.1"}`;
         describe(on, () => {
           it("answers a public call (health Check) alike", async () => {
-            const a = await same(() => ask("/grpc.health.v1.Health/Check", wire, codec, HealthCheckRequestSchema, create(HealthCheckRequestSchema)), h2);
+            const a = await same(
+              () => ask("/grpc.health.v1.Health/Check", wire, codec, HealthCheckRequestSchema, create(HealthCheckRequestSchema)),
+              h2,
+            );
             assert.equal(a.status, 200);
           });
 
           it("answers an R evaluation alike", async () => {
-            const a = await same((s) => ask("/rock.r.v1.RService/Eval", wire, codec, EvalRequestSchema, evalOf(s, "1+1"), { user: "user" }), h2);
+            const a = await same(
+              (s) => ask("/rock.r.v1.RService/Eval", wire, codec, EvalRequestSchema, evalOf(s, "1+1"), { user: "user" }),
+              h2,
+            );
             assert.equal(a.status, 200);
             assert.ok(a.body.includes(Buffer.from("application/json")), `no JSON answer in ${a.body.toString("latin1")}`);
           });
 
           it("answers refusals alike: no credentials, no such session, a role missing", async () => {
-            const none = await same((s) => ask("/rock.r.v1.RService/GetSession", wire, codec, GetSessionRequestSchema, create(GetSessionRequestSchema, { id: sessions.get(s)! })), h2);
-            assert.equal(wire === "connect" ? none.status : Number((wire === "grpc" ? none.trailers : none.headers)["grpc-status"] ?? statusInBody(none.body)), wire === "connect" ? 401 : 16);
-            await same(() => ask("/rock.r.v1.RService/GetSession", wire, codec, GetSessionRequestSchema, create(GetSessionRequestSchema, { id: "nope" }), { user: "user" }), h2);
-            await same(() => ask("/rock.r.v1.RService/GetRServerStatus", wire, codec, GetSessionRequestSchema, create(GetSessionRequestSchema), { user: "user" }), h2);
+            const none = await same(
+              (s) =>
+                ask(
+                  "/rock.r.v1.RService/GetSession",
+                  wire,
+                  codec,
+                  GetSessionRequestSchema,
+                  create(GetSessionRequestSchema, { id: sessions.get(s)! }),
+                ),
+              h2,
+            );
+            assert.equal(
+              wire === "connect"
+                ? none.status
+                : Number((wire === "grpc" ? none.trailers : none.headers)["grpc-status"] ?? statusInBody(none.body)),
+              wire === "connect" ? 401 : 16,
+            );
+            await same(
+              () =>
+                ask(
+                  "/rock.r.v1.RService/GetSession",
+                  wire,
+                  codec,
+                  GetSessionRequestSchema,
+                  create(GetSessionRequestSchema, { id: "nope" }),
+                  { user: "user" },
+                ),
+              h2,
+            );
+            await same(
+              () =>
+                ask("/rock.r.v1.RService/GetRServerStatus", wire, codec, GetSessionRequestSchema, create(GetSessionRequestSchema), {
+                  user: "user",
+                }),
+              h2,
+            );
           });
 
           it("answers an R error alike, its message readable verbatim", async () => {
             const text = "bad/path: 50% done, é";
-            const a = await same((s) => ask("/rock.r.v1.RService/Eval", wire, codec, EvalRequestSchema, evalOf(s, `stop(${JSON.stringify(text)})`), { user: "user" }), h2);
+            const a = await same(
+              (s) =>
+                ask("/rock.r.v1.RService/Eval", wire, codec, EvalRequestSchema, evalOf(s, `stop(${JSON.stringify(text)})`), {
+                  user: "user",
+                }),
+              h2,
+            );
             if (wire === "grpc") assert.match(a.trailers["grpc-message"] ?? "", /bad\/path: 50%25 done, %C3%A9$/);
           });
 
           it("compresses alike: a gzipped request, a gzipped answer past 1 KiB", async () => {
-            const a = await same((s) => ask("/rock.r.v1.RService/Eval", wire, codec, EvalRequestSchema, evalOf(s, "strrep('x', 3000)"), { user: "user", gzip: true, acceptGzip: true }), h2);
+            const a = await same(
+              (s) =>
+                ask("/rock.r.v1.RService/Eval", wire, codec, EvalRequestSchema, evalOf(s, "strrep('x', 3000)"), {
+                  user: "user",
+                  gzip: true,
+                  acceptGzip: true,
+                }),
+              h2,
+            );
             assert.equal(a.status, 200);
             const payload = wire === "connect" ? a.body : a.body.subarray(5, 5 + a.body.readUInt32BE(1));
             if (wire !== "connect") assert.equal(a.body[0], 1, "the message is flagged compressed");
@@ -206,7 +267,14 @@ describe("unary fast path against Connect-ES", function () {
           if (codec === "proto") {
             it("refuses a message that does not decode with INVALID_ARGUMENT, alike", async () => {
               const junk = Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]);
-              const a = await same(() => ({ path: "/rock.r.v1.RService/GetSession", headers: { "content-type": CONTENT_TYPE[wire].proto, authorization: basic("user") }, body: wire === "connect" ? junk : envelope(0, junk) }), h2);
+              const a = await same(
+                () => ({
+                  path: "/rock.r.v1.RService/GetSession",
+                  headers: { "content-type": CONTENT_TYPE[wire].proto, authorization: basic("user") },
+                  body: wire === "connect" ? junk : envelope(0, junk),
+                }),
+                h2,
+              );
               if (wire === "connect") assert.equal(a.status, 400);
               if (wire === "grpc") assert.equal(a.trailers["grpc-status"], "3");
             });
@@ -217,15 +285,29 @@ describe("unary fast path against Connect-ES", function () {
   }
 
   it("answers UNIMPLEMENTED, alike, to gRPC and gRPC-Web calls of a method that does not exist", async () => {
-    for (const [wire, h2] of [["grpc", true], ["grpc-web", true], ["grpc-web", false]] as const) {
-      const a = await same(() => ({ path: "/rock.r.v1.RService/NoSuchThing", headers: { "content-type": CONTENT_TYPE[wire].proto }, body: envelope(0, Buffer.alloc(0)) }), h2);
+    for (const [wire, h2] of [
+      ["grpc", true],
+      ["grpc-web", true],
+      ["grpc-web", false],
+    ] as const) {
+      const a = await same(
+        () => ({
+          path: "/rock.r.v1.RService/NoSuchThing",
+          headers: { "content-type": CONTENT_TYPE[wire].proto },
+          body: envelope(0, Buffer.alloc(0)),
+        }),
+        h2,
+      );
       assert.equal(a.status, 200);
       assert.equal(wire === "grpc" ? a.trailers["grpc-status"] : statusInBody(a.body), "12");
     }
   });
 
   /** An Eval sent on a raw HTTP/2 stream, for what a grpc-js client hides (the server's own trailers, a reset). */
-  function rawEval(script: string, extra: Record<string, string>): { stream: http2.ClientHttp2Stream; done: Promise<Exchange>; session: http2.ClientHttp2Session } {
+  function rawEval(
+    script: string,
+    extra: Record<string, string>,
+  ): { stream: http2.ClientHttp2Stream; done: Promise<Exchange>; session: http2.ClientHttp2Session } {
     const session = http2.connect(`http://127.0.0.1:${fast.port}`);
     session.on("error", () => {});
     const a = ask("/rock.r.v1.RService/Eval", "grpc", "proto", EvalRequestSchema, evalOf(fast, script), { user: "user", extra });
@@ -247,7 +329,10 @@ describe("unary fast path against Connect-ES", function () {
   /** `1+1` in the fast server's session, which answers at once only if nothing still runs in it. */
   async function answersAtOnce(): Promise<void> {
     const started = Date.now();
-    const a = await exchangeH2(fast.port, ask("/rock.r.v1.RService/Eval", "grpc", "proto", EvalRequestSchema, evalOf(fast, "1+1"), { user: "user" }));
+    const a = await exchangeH2(
+      fast.port,
+      ask("/rock.r.v1.RService/Eval", "grpc", "proto", EvalRequestSchema, evalOf(fast, "1+1"), { user: "user" }),
+    );
     assert.equal(a.trailers["grpc-status"], "0");
     assert.ok(Date.now() - started < 3000, `the session answered after ${Date.now() - started} ms`);
   }
@@ -275,24 +360,51 @@ describe("unary fast path against Connect-ES", function () {
   });
 
   it("takes such a deadline as none on Connect-ES's path too (a streaming call)", async () => {
-    const execute = create(ExecuteRequestSchema, { id: sessions.get(reference)!, script: { contentType: "application/x-rscript", data: Buffer.from("Sys.sleep(0.3); 1") } });
-    const a = await exchangeH2(reference.port, ask("/rock.r.v1.RService/Execute", "grpc", "proto", ExecuteRequestSchema, execute, { user: "user", extra: { "grpc-timeout": "99999999H" } }));
+    const execute = create(ExecuteRequestSchema, {
+      id: sessions.get(reference)!,
+      script: { contentType: "application/x-rscript", data: Buffer.from("Sys.sleep(0.3); 1") },
+    });
+    const a = await exchangeH2(
+      reference.port,
+      ask("/rock.r.v1.RService/Execute", "grpc", "proto", ExecuteRequestSchema, execute, {
+        user: "user",
+        extra: { "grpc-timeout": "99999999H" },
+      }),
+    );
     assert.equal(a.trailers["grpc-status"], "0", a.trailers["grpc-message"]);
     const events = [];
     for (let at = 0; at < a.body.length; at += 5 + a.body.readUInt32BE(at + 1)) {
       events.push(fromBinary(ExecuteResponseSchema, a.body.subarray(at + 5, at + 5 + a.body.readUInt32BE(at + 1))).event);
     }
-    assert.deepEqual(events.map((e) => e.case), ["json"], JSON.stringify(events));
+    assert.deepEqual(
+      events.map((e) => e.case),
+      ["json"],
+      JSON.stringify(events),
+    );
   });
 
   it("ends a stream whose deadline passed with DEADLINE_EXCEEDED, not as if it had completed", async () => {
-    const execute = create(ExecuteRequestSchema, { id: sessions.get(reference)!, script: { contentType: "application/x-rscript", data: Buffer.from("Sys.sleep(5); 1") } });
-    const a = await exchangeH2(reference.port, ask("/rock.r.v1.RService/Execute", "grpc", "proto", ExecuteRequestSchema, execute, { user: "user", extra: { "grpc-timeout": "300m" } }));
+    const execute = create(ExecuteRequestSchema, {
+      id: sessions.get(reference)!,
+      script: { contentType: "application/x-rscript", data: Buffer.from("Sys.sleep(5); 1") },
+    });
+    const a = await exchangeH2(
+      reference.port,
+      ask("/rock.r.v1.RService/Execute", "grpc", "proto", ExecuteRequestSchema, execute, {
+        user: "user",
+        extra: { "grpc-timeout": "300m" },
+      }),
+    );
     assert.equal(a.trailers["grpc-status"], "4", a.trailers["grpc-message"]);
   });
 
   it("refuses a malformed grpc-timeout with INVALID_ARGUMENT", async () => {
-    const a = await same((s) => ask("/rock.r.v1.RService/Eval", "grpc", "proto", EvalRequestSchema, evalOf(s, "1"), { user: "user", extra: { "grpc-timeout": "soon" } }));
+    const a = await same((s) =>
+      ask("/rock.r.v1.RService/Eval", "grpc", "proto", EvalRequestSchema, evalOf(s, "1"), {
+        user: "user",
+        extra: { "grpc-timeout": "soon" },
+      }),
+    );
     assert.equal(a.trailers["grpc-status"], "3");
   });
 
@@ -302,7 +414,16 @@ describe("unary fast path against Connect-ES", function () {
       const clients: GrpcClients = grpcClients(s.port);
       try {
         const error = await call((cb) =>
-          clients.r.eval({ id: sessions.get(s)!, script: { contentType: "application/x-rscript", data: Buffer.from(`stop(${JSON.stringify(text)})`), extensions: [] }, accept: "", async: false }, metadataFor("user"), cb),
+          clients.r.eval(
+            {
+              id: sessions.get(s)!,
+              script: { contentType: "application/x-rscript", data: Buffer.from(`stop(${JSON.stringify(text)})`), extensions: [] },
+              accept: "",
+              async: false,
+            },
+            metadataFor("user"),
+            cb,
+          ),
         ).then(
           () => undefined,
           (e: grpc.ServiceError) => e,

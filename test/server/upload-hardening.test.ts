@@ -41,7 +41,11 @@ describe("uploads: bad, truncated, oversize and slow", function () {
 
   /** Staging files of an upload in progress live in the session's folder, beside its working folder. */
   async function stagingFiles(id: string): Promise<string[]> {
-    const res = await rest(server.url, "POST", `/r/session/${id}/_eval`, { user: "user", headers: RSCRIPT, body: "normalizePath(dirname(getwd()))" });
+    const res = await rest(server.url, "POST", `/r/session/${id}/_eval`, {
+      user: "user",
+      headers: RSCRIPT,
+      body: "normalizePath(dirname(getwd()))",
+    });
     expect(res.status, res.text).to.equal(200);
     const home = [JSON.parse(res.text) as string | string[]].flat()[0]!;
     return readdirSync(home).filter((name) => name.startsWith(".upload-"));
@@ -104,7 +108,11 @@ describe("uploads: bad, truncated, oversize and slow", function () {
     expect(res.status, res.text).to.equal(400);
     expect(JSON.parse(res.text)).to.include({ status: "400", message: "Malformed multipart body: Unexpected end of form" });
     await noStagingFileLeft(id);
-    const listed = await rest(server.url, "POST", `/r/session/${id}/_eval`, { user: "user", headers: RSCRIPT, body: "file.exists('t.txt')" });
+    const listed = await rest(server.url, "POST", `/r/session/${id}/_eval`, {
+      user: "user",
+      headers: RSCRIPT,
+      body: "file.exists('t.txt')",
+    });
     expect(listed.text).to.equal("false");
   });
 
@@ -126,7 +134,12 @@ describe("uploads: bad, truncated, oversize and slow", function () {
       req.end();
     });
     expect(res.status).to.equal(413);
-    expect(JSON.parse(res.text)).to.deep.equal({ status: "413", key: "resource_exhausted", args: [], message: `Upload exceeds the limit of ${LIMIT} bytes` });
+    expect(JSON.parse(res.text)).to.deep.equal({
+      status: "413",
+      key: "resource_exhausted",
+      args: [],
+      message: `Upload exceeds the limit of ${LIMIT} bytes`,
+    });
     await noStagingFileLeft(id);
   });
 
@@ -159,7 +172,12 @@ describe("uploads: bad, truncated, oversize and slow", function () {
     const session = http2.connect(server.url);
     session.on("error", () => undefined);
     try {
-      const headers = { ":method": "POST", ":path": `/r/session/${id}/_upload?path=h2.bin`, "content-type": "application/octet-stream", authorization: basic("user") };
+      const headers = {
+        ":method": "POST",
+        ":path": `/r/session/${id}/_upload?path=h2.bin`,
+        "content-type": "application/octet-stream",
+        authorization: basic("user"),
+      };
       const stream = session.request(headers, { endStream: false });
       stream.on("error", () => undefined);
       stream.resume();
@@ -170,7 +188,11 @@ describe("uploads: bad, truncated, oversize and slow", function () {
       session.destroy();
     }
     await noStagingFileLeft(id);
-    const stored = await rest(server.url, "POST", `/r/session/${id}/_eval`, { user: "user", headers: RSCRIPT, body: "file.exists('h2.bin')" });
+    const stored = await rest(server.url, "POST", `/r/session/${id}/_eval`, {
+      user: "user",
+      headers: RSCRIPT,
+      body: "file.exists('h2.bin')",
+    });
     expect(stored.text).to.equal("false");
   });
 });

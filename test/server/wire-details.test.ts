@@ -59,7 +59,11 @@ describe("wire decisions (reference-behaviour §3)", function () {
           expect(res.json<{ message: string }>().message).to.equal("script is required");
         }
       }
-      const rdata = await rest(url(), "POST", `/r/session/${id}/_assign?s=x`, { user: "user", body: "", headers: { "content-type": "application/x-rdata" } });
+      const rdata = await rest(url(), "POST", `/r/session/${id}/_assign?s=x`, {
+        user: "user",
+        body: "",
+        headers: { "content-type": "application/x-rdata" },
+      });
       expect(rdata.status, rdata.text).to.equal(400);
       const fine = await rest(url(), "POST", `/r/session/${id}/_eval`, { user: "user", body: " 1 + 1 ", headers: RSCRIPT });
       expect(fine.text).to.equal("2");
@@ -70,11 +74,22 @@ describe("wire decisions (reference-behaviour §3)", function () {
       const blank = { contentType: "application/x-rscript", data: Buffer.from(" \n"), extensions: [] };
       const r = served.clients.r;
       const md = metadataFor("user");
-      expect(await outcome((cb) => r.eval({ id, async: false, script: blank, accept: "" }, md, cb))).to.deep.equal({ code: INVALID_ARGUMENT, details: "script is required" });
-      expect(await outcome((cb) => r.assign({ id, symbol: "x", async: false, body: blank }, md, cb))).to.deep.equal({ code: INVALID_ARGUMENT, details: "script is required" });
-      expect(await streamOutcome(r.execute({ id, script: blank, accept: "" }, md))).to.deep.equal({ code: INVALID_ARGUMENT, details: "script is required" });
+      expect(await outcome((cb) => r.eval({ id, async: false, script: blank, accept: "" }, md, cb))).to.deep.equal({
+        code: INVALID_ARGUMENT,
+        details: "script is required",
+      });
+      expect(await outcome((cb) => r.assign({ id, symbol: "x", async: false, body: blank }, md, cb))).to.deep.equal({
+        code: INVALID_ARGUMENT,
+        details: "script is required",
+      });
+      expect(await streamOutcome(r.execute({ id, script: blank, accept: "" }, md))).to.deep.equal({
+        code: INVALID_ARGUMENT,
+        details: "script is required",
+      });
       const connect = connectClient(RService, served.server.port, "connect", "user");
-      expect(await connectCode(() => connect.eval({ id, script: { contentType: "application/x-rscript", data: new Uint8Array() } }))).to.deep.equal({
+      expect(
+        await connectCode(() => connect.eval({ id, script: { contentType: "application/x-rscript", data: new Uint8Array() } })),
+      ).to.deep.equal({
         code: Code.InvalidArgument,
         message: "script is required",
       });
@@ -99,12 +114,22 @@ describe("wire decisions (reference-behaviour §3)", function () {
       const id = await newSession();
       const boundary = "----wire";
       const body = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nhello\r\n--${boundary}--\r\n`;
-      const res = await rest(url(), "POST", `/r/session/${id}/_upload`, { user: "user", body, headers: { "content-type": `multipart/form-data; boundary=${boundary}` } });
+      const res = await rest(url(), "POST", `/r/session/${id}/_upload`, {
+        user: "user",
+        body,
+        headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
+      });
       expect(res.status, res.text).to.equal(200);
       expect(res.text).to.equal('{"path":"a.txt","size":5}');
       const answer = await new Promise<UploadFileResponse>((resolve, reject) => {
-        const upload = served.clients.r.uploadFile(metadataFor("user"), (err: grpcJs.ServiceError | null, r?: UploadFileResponse) => (err ? reject(err) : resolve(r!)));
-        upload.write({ id, path: "b.txt", chunk: { contentType: "application/octet-stream", data: Buffer.from("hello!"), extensions: [] } });
+        const upload = served.clients.r.uploadFile(metadataFor("user"), (err: grpcJs.ServiceError | null, r?: UploadFileResponse) =>
+          err ? reject(err) : resolve(r!),
+        );
+        upload.write({
+          id,
+          path: "b.txt",
+          chunk: { contentType: "application/octet-stream", data: Buffer.from("hello!"), extensions: [] },
+        });
         upload.end();
       });
       expect(answer).to.deep.include({ path: "b.txt", size: 6 });
@@ -141,16 +166,24 @@ describe("wire decisions (reference-behaviour §3)", function () {
       expect(res.status, res.text).to.equal(200);
       const body = res.json<{ id: string; "vendor.catalog.EntityStateDto.state": { permissions: Record<string, boolean> } }>();
       expect(body.id).to.equal(id);
-      expect(body["vendor.catalog.EntityStateDto.state"].permissions).to.deep.equal({ view: true, edit: false, delete: false, publish: false });
+      expect(body["vendor.catalog.EntityStateDto.state"].permissions).to.deep.equal({
+        view: true,
+        edit: false,
+        delete: false,
+        publish: false,
+      });
     });
 
     it("without a valid key an anonymous caller is asked to authenticate (401), and wrong credentials are not anonymous", async () => {
-      for (const q of ["", `?key=${encodeURIComponent(key.slice(0, -2) + "xx")}`]) {
+      for (const q of ["", `?key=${encodeURIComponent(`${key.slice(0, -2)}xx`)}`]) {
         const res = await rest(url(), "GET", `/ws/draft/network/${id}${q}`);
         expect(res.status, res.text).to.equal(401);
         expect(res.headers.get("www-authenticate")).to.match(/^Basic realm=/);
       }
-      const wrong = await rest(url(), "GET", `/ws/draft/network/${id}?key=${encodeURIComponent(key)}`, { user: "editor", password: "wrong" });
+      const wrong = await rest(url(), "GET", `/ws/draft/network/${id}?key=${encodeURIComponent(key)}`, {
+        user: "editor",
+        password: "wrong",
+      });
       expect(wrong.status).to.equal(401);
       const model = await rest(url(), "GET", `/ws/draft/network/${id}/model?key=${encodeURIComponent(key)}`);
       expect(model.status, "the key opens the document, not other RPCs").to.equal(401);
@@ -161,7 +194,9 @@ describe("wire decisions (reference-behaviour §3)", function () {
     it("works the same over gRPC and Connect", async () => {
       const res = await call<GetNetworkResponse>((cb) => served.clients.networks.getNetwork({ id, key }, metadataFor(), cb));
       expect(res.network?.id).to.equal(id);
-      expect(await outcome((cb) => served.clients.networks.getNetwork({ id }, metadataFor(), cb))).to.deep.include({ code: UNAUTHENTICATED });
+      expect(await outcome((cb) => served.clients.networks.getNetwork({ id }, metadataFor(), cb))).to.deep.include({
+        code: UNAUTHENTICATED,
+      });
       const connect = connectClient(NetworkService, served.server.port, "connect");
       expect((await connect.getNetwork({ id, key })).network?.id).to.equal(id);
     });

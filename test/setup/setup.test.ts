@@ -19,14 +19,13 @@ async function compiledPackageRepo(root: string, name: string): Promise<string> 
   );
   writeFileSync(join(src, "NAMESPACE"), `useDynLib(${name})\nexport(twice)\n`);
   writeFileSync(join(src, "R", "twice.R"), `twice <- function(x) .Call("twice_c", as.numeric(x))\n`);
-  writeFileSync(
-    join(src, "src", "twice.c"),
-    "#include <Rinternals.h>\nSEXP twice_c(SEXP x) { return Rf_ScalarReal(2 * REAL(x)[0]); }\n",
-  );
+  writeFileSync(join(src, "src", "twice.c"), "#include <Rinternals.h>\nSEXP twice_c(SEXP x) { return Rf_ScalarReal(2 * REAL(x)[0]); }\n");
   const contrib = join(root, "repo", "src", "contrib");
   mkdirSync(contrib, { recursive: true });
   await execa("R", ["CMD", "build", "--no-manual", src], { cwd: contrib, stdin: "ignore" });
-  await execa("R", ["--no-echo", "--no-save", "-e", "tools::write_PACKAGES(commandArgs(TRUE)[1], type = 'source')", "--args", contrib], { stdin: "ignore" });
+  await execa("R", ["--no-echo", "--no-save", "-e", "tools::write_PACKAGES(commandArgs(TRUE)[1], type = 'source')", "--args", contrib], {
+    stdin: "ignore",
+  });
   return pathToFileURL(join(root, "repo")).href;
 }
 
@@ -63,7 +62,14 @@ describe("setup: the R packages the service needs, provided before it listens", 
     const library = join(root, "lib-install");
     expect(await missingRPackages("R", library, [name, "jsonlite"])).to.deep.equal([name]);
     const lines: string[] = [];
-    const ready = await ensureRPackages({ rExecutable: "R", library, packages: [name, "jsonlite"], repos: [repo], systemPackages: false, progress: (l) => lines.push(l) });
+    const ready = await ensureRPackages({
+      rExecutable: "R",
+      library,
+      packages: [name, "jsonlite"],
+      repos: [repo],
+      systemPackages: false,
+      progress: (l) => lines.push(l),
+    });
     expect(ready).to.deep.equal({ repos: [repo], installed: [name] });
     expect(lines).to.have.length(1);
     expect(lines[0]).to.include(`'${name}'`).and.include(library);
@@ -71,7 +77,16 @@ describe("setup: the R packages the service needs, provided before it listens", 
     const r = await execa("R", ["--no-echo", "--no-save", "-e", `.libPaths(c(.libPaths(), '${library}')); cat(${name}::twice(21))`]);
     expect(r.stdout).to.equal("42");
     const again: string[] = [];
-    expect(await ensureRPackages({ rExecutable: "R", library, packages: [name], repos: [repo], systemPackages: false, progress: (l) => again.push(l) })).to.deep.equal({
+    expect(
+      await ensureRPackages({
+        rExecutable: "R",
+        library,
+        packages: [name],
+        repos: [repo],
+        systemPackages: false,
+        progress: (l) => again.push(l),
+      }),
+    ).to.deep.equal({
       repos: [repo],
       installed: [],
     });
@@ -80,28 +95,48 @@ describe("setup: the R packages the service needs, provided before it listens", 
 
   it("stops with one line naming the package and the repository when the repository cannot be reached", async () => {
     const library = join(root, "lib-unreachable");
-    const error = await ensureRPackages({ rExecutable: "R", library, packages: [name], repos: ["http://127.0.0.1:9"], systemPackages: false, progress: () => {} }).then(
+    const error = await ensureRPackages({
+      rExecutable: "R",
+      library,
+      packages: [name],
+      repos: ["http://127.0.0.1:9"],
+      systemPackages: false,
+      progress: () => {},
+    }).then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(error).to.be.instanceOf(SetupError);
     const message = (error as Error).message;
     expect(message).to.not.include("\n");
-    expect(message).to.match(new RegExp(`could not install the R package '${name}' from http://127.0.0.1:9: .*(connect|cannot open|unable)`, "i"));
+    expect(message).to.match(
+      new RegExp(`could not install the R package '${name}' from http://127.0.0.1:9: .*(connect|cannot open|unable)`, "i"),
+    );
     expect(message).to.include("ROCK_REPOS");
   });
 
-  it("stops with one line saying to install a compiler when a package must be compiled and there is none", async function () {
+  it("stops with one line saying to install a compiler when a package must be compiled and there is none", async () => {
     const bin = pathWithout(join(root, "nocc"), ["make"]);
     const saved = process.env.PATH;
     process.env.PATH = bin;
     try {
-      const error = await ensureRPackages({ rExecutable: "R", library: join(root, "lib-nocc"), packages: [name], repos: [repo], systemPackages: false, progress: () => {} }).then(
+      const error = await ensureRPackages({
+        rExecutable: "R",
+        library: join(root, "lib-nocc"),
+        packages: [name],
+        repos: [repo],
+        systemPackages: false,
+        progress: () => {},
+      }).then(
         () => undefined,
         (e: unknown) => e,
       );
       expect(error).to.be.instanceOf(SetupError);
-      expect((error as Error).message).to.match(new RegExp(`'${name}' must be compiled and (gcc|cc), make are missing: install a C compiler \\(Debian: apt-get install gcc libc6-dev make`));
+      expect((error as Error).message).to.match(
+        new RegExp(
+          `'${name}' must be compiled and (gcc|cc), make are missing: install a C compiler \\(Debian: apt-get install gcc libc6-dev make`,
+        ),
+      );
     } finally {
       process.env.PATH = saved;
     }
@@ -113,12 +148,33 @@ describe("setup: the R packages the service needs, provided before it listens", 
     try {
       process.env.R_PROFILE = profile;
       writeFileSync(profile, `options(repos = c(CRAN = "https://mirror.example.org/cran", extra = "https://packages.example.org"))\n`);
-      const mirror = await ensureRPackages({ rExecutable: "R", library: join(root, "lib-repos"), packages: ["jsonlite"], repos: [], systemPackages: false, progress: () => {} });
+      const mirror = await ensureRPackages({
+        rExecutable: "R",
+        library: join(root, "lib-repos"),
+        packages: ["jsonlite"],
+        repos: [],
+        systemPackages: false,
+        progress: () => {},
+      });
       expect(mirror.repos).to.deep.equal(["https://mirror.example.org/cran", "https://packages.example.org"]);
       writeFileSync(profile, `options(repos = c(CRAN = "@CRAN@"))\n`);
-      const unset = await ensureRPackages({ rExecutable: "R", library: join(root, "lib-repos"), packages: ["jsonlite"], repos: [], systemPackages: false, progress: () => {} });
+      const unset = await ensureRPackages({
+        rExecutable: "R",
+        library: join(root, "lib-repos"),
+        packages: ["jsonlite"],
+        repos: [],
+        systemPackages: false,
+        progress: () => {},
+      });
       expect(unset.repos).to.deep.equal([DEFAULT_REPOSITORY]);
-      const configured = await ensureRPackages({ rExecutable: "R", library: join(root, "lib-repos"), packages: ["jsonlite"], repos: [repo], systemPackages: false, progress: () => {} });
+      const configured = await ensureRPackages({
+        rExecutable: "R",
+        library: join(root, "lib-repos"),
+        packages: ["jsonlite"],
+        repos: [repo],
+        systemPackages: false,
+        progress: () => {},
+      });
       expect(configured.repos).to.deep.equal([repo]);
     } finally {
       if (saved === undefined) delete process.env.R_PROFILE;
@@ -127,7 +183,9 @@ describe("setup: the R packages the service needs, provided before it listens", 
   });
 
   it("the start stops before listening, with one line, when R is missing", async () => {
-    const run = await runMain([], { env: { ROCK_R_EXECUTABLE: join(root, "no-such-R"), ROCK_DATA_DIR: join(root, "data-no-r"), ROCK_PORT: "0" } });
+    const run = await runMain([], {
+      env: { ROCK_R_EXECUTABLE: join(root, "no-such-R"), ROCK_DATA_DIR: join(root, "data-no-r"), ROCK_PORT: "0" },
+    });
     expect(run.code).to.equal(1);
     const lines = run.stderr.trim().split("\n");
     expect(lines, run.stderr).to.have.length(1);
@@ -141,7 +199,13 @@ describe("setup: the R packages the service needs, provided before it listens", 
     const empty = join(root, "empty-site");
     mkdirSync(empty);
     const run = await runMain([], {
-      env: { R_LIBS_SITE: empty, ROCK_R_SETUP_LIBRARY: join(root, "empty-lib"), ROCK_REPOS: "http://127.0.0.1:9", ROCK_DATA_DIR: join(root, "data-no-pkg"), ROCK_PORT: "0" },
+      env: {
+        R_LIBS_SITE: empty,
+        ROCK_R_SETUP_LIBRARY: join(root, "empty-lib"),
+        ROCK_REPOS: "http://127.0.0.1:9",
+        ROCK_DATA_DIR: join(root, "data-no-pkg"),
+        ROCK_PORT: "0",
+      },
       timeoutMs: 60_000,
     });
     expect(run.code, run.stderr).to.equal(1);

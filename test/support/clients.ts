@@ -25,7 +25,7 @@ export interface RestOptions {
 /** Plain HTTP/1.1 over a real socket (Node's fetch). */
 export async function rest(baseUrl: string, method: string, path: string, o: RestOptions = {}): Promise<RestAnswer> {
   const headers: Record<string, string> = { ...o.headers };
-  if (o.user) headers["authorization"] = basic(o.user, o.password);
+  if (o.user) headers.authorization = basic(o.user, o.password);
   const res = await fetch(baseUrl + path, { method, headers, body: o.body as BodyInit | undefined });
   const bytes = Buffer.from(await res.arrayBuffer());
   const text = bytes.toString("utf8");
@@ -44,7 +44,12 @@ export function grpcClients(port: number, ca?: Buffer) {
     networks: new NetworkServiceClient(address, creds, options),
     health: new HealthClient(address, creds, options),
   };
-  return { ...clients, close: () => Object.values(clients).forEach((c) => c.close()) };
+  return {
+    ...clients,
+    close: () => {
+      for (const c of Object.values(clients)) c.close();
+    },
+  };
 }
 
 export function metadataFor(user?: string, password?: string): grpc.Metadata {

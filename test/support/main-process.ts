@@ -73,7 +73,12 @@ export async function startMain(env: Readonly<Record<string, string>>): Promise<
   };
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
-  while (!(await fetch(`${url}/_info`).then((r) => r.ok, () => false))) {
+  while (
+    !(await fetch(`${url}/_info`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
     if (child.exitCode !== null || Date.now() > deadline) {
       await stop();
       throw new Error(`the server did not start: ${stderr}`);

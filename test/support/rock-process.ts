@@ -121,7 +121,12 @@ export async function spawnRock(
 /** Polls GET `path` until it answers `status` (a refused connection counts as 0). */
 export async function untilAnswers(url: string, path: string, status: number, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;
-  while ((await fetch(url + path).then((r) => r.status, () => 0)) !== status) {
+  while (
+    (await fetch(url + path).then(
+      (r) => r.status,
+      () => 0,
+    )) !== status
+  ) {
     if (Date.now() > end) throw new Error(`GET ${path} did not answer ${status} in time`);
     await new Promise((r) => setTimeout(r, 20));
   }

@@ -81,5 +81,5 @@ export async function startTestServer(patch: ConfigPatch = {}): Promise<TestServ
 }
 
 export function basic(user: string, password = user): string {
-  return "Basic " + Buffer.from(`${user}:${password}`).toString("base64");
+  return `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
 }

@@ -22,7 +22,12 @@ try {
   execFileSync(path.join(bin, "buf"), ["lint"], { cwd: root, env, stdio: "inherit" });
   execFileSync(path.join(bin, "buf"), ["generate", "-o", path.join(tmp, "out")], { cwd: root, env, stdio: "inherit" });
   const list = (dir: string): string[] =>
-    fs.existsSync(dir) ? (fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as fs.Dirent[]).filter((d) => d.isFile()).map((d) => path.relative(dir, path.join(d.parentPath, d.name))).sort() : [];
+    fs.existsSync(dir)
+      ? (fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as fs.Dirent[])
+          .filter((d) => d.isFile())
+          .map((d) => path.relative(dir, path.join(d.parentPath, d.name)))
+          .sort()
+      : [];
   const fresh = path.join(tmp, "out", "gen");
   fs.writeFileSync(path.join(fresh, "openapi.json"), describedApiText());
   const committed = path.join(root, "gen");
@@ -31,7 +36,9 @@ try {
   const stale = [
     ...a.filter((f) => !b.includes(f)).map((f) => `missing in gen/: ${f}`),
     ...b.filter((f) => !a.includes(f)).map((f) => `not generated from proto/: gen/${f}`),
-    ...a.filter((f) => b.includes(f) && !fs.readFileSync(path.join(fresh, f)).equals(fs.readFileSync(path.join(committed, f)))).map((f) => `differs: gen/${f}`),
+    ...a
+      .filter((f) => b.includes(f) && !fs.readFileSync(path.join(fresh, f)).equals(fs.readFileSync(path.join(committed, f))))
+      .map((f) => `differs: gen/${f}`),
   ];
   const readme = fs.readFileSync(path.join(root, "README.md"), "utf8");
   if (withConfigurationTable(readme) !== readme) stale.push("differs: README.md's configuration table (src/config/settings.ts)");
@@ -41,7 +48,9 @@ try {
     console.error(`generated files are stale; run \`npm run gen\` and commit:\n  ${stale.join("\n  ")}`);
     process.exitCode = 1;
   } else {
-    console.log(`gen/ matches proto/ (${a.length} files), README.md's configuration table matches src/config/settings.ts, worker.R's protocol constants match src/r/protocol-table.ts`);
+    console.log(
+      `gen/ matches proto/ (${a.length} files), README.md's configuration table matches src/config/settings.ts, worker.R's protocol constants match src/r/protocol-table.ts`,
+    );
   }
 } finally {
   fs.rmSync(tmp, { recursive: true, force: true });

@@ -44,19 +44,32 @@ async function prepare(): Promise<void> {
   await prepareService(config, { systemPackages: true, progress: say });
   const { executable } = config.r;
   const library = config.r.setupLibrary;
-  const missing = await missingRPackages(executable, library, R_PACKAGES.map((p) => p.name));
+  const missing = await missingRPackages(
+    executable,
+    library,
+    R_PACKAGES.map((p) => p.name),
+  );
   const apt = canInstallDebianPackages();
   const commands = COMMANDS.filter((c) => !onPath(c.command));
   const fromDebian = apt ? R_PACKAGES.filter((p) => missing.includes(p.name) && p.debian !== undefined) : [];
   if (commands.length > 0 && !apt) {
     const c = commands[0]!;
-    throw new SetupError(`${c.command} is missing (${c.use}): install the Debian package ${commands.map((x) => x.debian).join(" ")}, or run npm test as root, which installs it`);
+    throw new SetupError(
+      `${c.command} is missing (${c.use}): install the Debian package ${commands.map((x) => x.debian).join(" ")}, or run npm test as root, which installs it`,
+    );
   }
   const debian = [...commands.map((c) => c.debian), ...fromDebian.map((p) => p.debian!)];
   if (debian.length > 0) await installDebianPackages(debian, "for the tests", say);
   const fromCran = missing.filter((name) => !fromDebian.some((p) => p.name === name));
   if (fromCran.length > 0) {
-    await ensureRPackages({ rExecutable: executable, library, packages: fromCran, repos: config.packages.repos, systemPackages: true, progress: say });
+    await ensureRPackages({
+      rExecutable: executable,
+      library,
+      packages: fromCran,
+      repos: config.packages.repos,
+      systemPackages: true,
+      progress: say,
+    });
   }
 }
 

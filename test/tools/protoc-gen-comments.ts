@@ -37,12 +37,12 @@ if (prefix === undefined) throw new Error("protoc-gen-comments: option packages=
 const wanted = new Set(request.fileToGenerate);
 const comments: Record<string, string> = {};
 for (const file of request.protoFile) {
-  if (wanted.has(file.name) && (file.package === prefix || file.package.startsWith(prefix + "."))) collect(file, comments);
+  if (wanted.has(file.name) && (file.package === prefix || file.package.startsWith(`${prefix}.`))) collect(file, comments);
 }
 const sorted = Object.fromEntries(Object.entries(comments).sort(([a], [b]) => (a < b ? -1 : 1)));
 const response = create(CodeGeneratorResponseSchema, {
   supportedFeatures: BigInt(CodeGeneratorResponse_Feature.PROTO3_OPTIONAL),
-  file: [{ name: OUTPUT, content: JSON.stringify(sorted, null, 2) + "\n" }],
+  file: [{ name: OUTPUT, content: `${JSON.stringify(sorted, null, 2)}\n` }],
 });
 process.stdout.write(toBinary(CodeGeneratorResponseSchema, response));
 
@@ -58,20 +58,34 @@ function collect(file: FileDescriptorProto, out: Record<string, string>): void {
   };
   const enumOf = (e: EnumDescriptorProto, name: string, path: readonly number[]): void => {
     note(name, path, false);
-    e.value.forEach((v, i) => note(`${name}.${v.name}`, [...path, ENUM_VALUE, i], true));
+    e.value.forEach((v, i) => {
+      note(`${name}.${v.name}`, [...path, ENUM_VALUE, i], true);
+    });
   };
   const messageOf = (m: DescriptorProto, name: string, path: readonly number[]): void => {
     note(name, path, false);
-    m.field.forEach((f, i) => note(`${name}.${f.name}`, [...path, MESSAGE_FIELD, i], true));
-    m.nestedType.forEach((n, i) => messageOf(n, `${name}.${n.name}`, [...path, MESSAGE_NESTED, i]));
-    m.enumType.forEach((e, i) => enumOf(e, `${name}.${e.name}`, [...path, MESSAGE_ENUM, i]));
+    m.field.forEach((f, i) => {
+      note(`${name}.${f.name}`, [...path, MESSAGE_FIELD, i], true);
+    });
+    m.nestedType.forEach((n, i) => {
+      messageOf(n, `${name}.${n.name}`, [...path, MESSAGE_NESTED, i]);
+    });
+    m.enumType.forEach((e, i) => {
+      enumOf(e, `${name}.${e.name}`, [...path, MESSAGE_ENUM, i]);
+    });
   };
   const scope = file.package ? `${file.package}.` : "";
-  file.messageType.forEach((m, i) => messageOf(m, scope + m.name, [FILE_MESSAGE, i]));
-  file.enumType.forEach((e, i) => enumOf(e, scope + e.name, [FILE_ENUM, i]));
+  file.messageType.forEach((m, i) => {
+    messageOf(m, scope + m.name, [FILE_MESSAGE, i]);
+  });
+  file.enumType.forEach((e, i) => {
+    enumOf(e, scope + e.name, [FILE_ENUM, i]);
+  });
   file.service.forEach((s, i) => {
     note(scope + s.name, [FILE_SERVICE, i], false);
-    s.method.forEach((m, j) => note(`${scope}${s.name}.${m.name}`, [FILE_SERVICE, i, SERVICE_METHOD, j], false));
+    s.method.forEach((m, j) => {
+      note(`${scope}${s.name}.${m.name}`, [FILE_SERVICE, i, SERVICE_METHOD, j], false);
+    });
   });
 }
 

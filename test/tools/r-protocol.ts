@@ -2,7 +2,18 @@
  * worker.R's constants of the protocol, made from src/r/protocol-table.ts: written by
  * gen-r-protocol.ts, compared by check-gen.ts.
  */
-import { FIELDS, FROM_SERVER, FROM_SESSION, HEADER_BYTES, MARKER, MARKER_LEAD, ONE_READ, TO_SERVER, TO_SESSION, type FrameSpec } from "../../src/r/protocol-table.js";
+import {
+  FIELDS,
+  FROM_SERVER,
+  FROM_SESSION,
+  HEADER_BYTES,
+  MARKER,
+  MARKER_LEAD,
+  ONE_READ,
+  TO_SERVER,
+  TO_SESSION,
+  type FrameSpec,
+} from "../../src/r/protocol-table.js";
 
 /** The table's four directions, by the prefix of their names in worker.R. */
 export const DIRECTIONS = {
@@ -20,7 +31,9 @@ const rString = (text: string): string => JSON.stringify(text);
 
 function frameLines(direction: string, name: string, spec: FrameSpec): string[] {
   const constant = `${snake(direction)}_${snake(name)}`;
-  const shape = [spec.fields.length === 1 ? `field: ${snake(spec.fields[0]!)}` : "", spec.body === undefined ? "" : `body: ${spec.body}`].filter(Boolean).join("; ");
+  const shape = [spec.fields.length === 1 ? `field: ${snake(spec.fields[0]!)}` : "", spec.body === undefined ? "" : `body: ${spec.body}`]
+    .filter(Boolean)
+    .join("; ");
   const lines = [`  ${constant} <- ${rString(spec.letter)} # ${spec.doc}${shape ? `; ${shape}` : ""}`];
   if (spec.fields.length > 1) lines.push(`  ${constant}_fields <- c(${spec.fields.map((field) => rString(snake(field))).join(", ")})`);
   return lines;
@@ -43,7 +56,8 @@ function block(): string {
   for (const [name, type] of Object.entries(MARKER)) lines.push(`  marker_${snake(name)} <- as.raw(c(${MARKER_LEAD}L, ${type}L))`);
   lines.push("  # The words of the fields that hold one of a few, by name.");
   for (const [field, kind] of Object.entries(FIELDS)) {
-    if (typeof kind !== "string") lines.push(`  ${snake(field)}_words <- c(${kind.map((word) => `${word} = ${rString(word)}`).join(", ")})`);
+    if (typeof kind !== "string")
+      lines.push(`  ${snake(field)}_words <- c(${kind.map((word) => `${word} = ${rString(word)}`).join(", ")})`);
   }
   return lines.join("\n");
 }

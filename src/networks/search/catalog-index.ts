@@ -242,7 +242,11 @@ export class CatalogIndex {
     if (order) {
       this.orders.delete(name);
     } else {
-      order = new SortedOrder(sortKeyOf(sort)!, descending, [...this.mirror.values()].map((i) => i.record));
+      order = new SortedOrder(
+        sortKeyOf(sort)!,
+        descending,
+        [...this.mirror.values()].map((i) => i.record),
+      );
       if (this.orders.size >= MAX_ORDERS) this.orders.delete(this.orders.keys().next().value!);
     }
     this.orders.set(name, order);

@@ -138,13 +138,25 @@ export function runList(plan: ListPlan, mirror: ReadonlyMap<string, Indexed>, in
   }
   if (matches.size <= SORT_ALONE) {
     // A throwaway order of the matches alone: the maintained one is neither needed nor created.
-    const sorted = [...new SortedOrder(sortKeyOf(plan.sort)!, plan.descending, [...matches].map((id) => mirror.get(id)!.record)).ids()];
+    const sorted = [
+      ...new SortedOrder(
+        sortKeyOf(plan.sort)!,
+        plan.descending,
+        [...matches].map((id) => mirror.get(id)!.record),
+      ).ids(),
+    ];
     return { page: sorted.slice(plan.from, end).map((id) => mirror.get(id)!.record), total: matches.size };
   }
   return { page: pageOf(plan, mirror, index, (id) => matches.has(id), end), total: matches.size };
 }
 
-function pageOf(plan: ListPlan, mirror: ReadonlyMap<string, Indexed>, index: CatalogIndex, accept: (id: string) => boolean, end: number): NetworkRecord[] {
+function pageOf(
+  plan: ListPlan,
+  mirror: ReadonlyMap<string, Indexed>,
+  index: CatalogIndex,
+  accept: (id: string) => boolean,
+  end: number,
+): NetworkRecord[] {
   const page: NetworkRecord[] = [];
   if (end <= plan.from) return page;
   let seen = 0;

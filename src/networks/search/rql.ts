@@ -124,7 +124,8 @@ class Parser {
     }
     const at = this.pos;
     const word = this.bareWord();
-    if (word === "") this.fail(this.pos >= this.text.length ? "Expected a query term but the query ended" : `Unexpected "${this.text[this.pos]}"`);
+    if (word === "")
+      this.fail(this.pos >= this.text.length ? "Expected a query term but the query ended" : `Unexpected "${this.text[this.pos]}"`);
     const c = this.peek();
     if (c === "(") {
       this.open();

@@ -89,7 +89,10 @@ function sameTexts(a: NetworkDocument, b: NetworkDocument): boolean {
  * only the texts are the same (a new model, new studies), its words are. The result equals (deeply,
  * keys in the same order) what the entry computed afresh would be.
  */
-export function indexEntryOf({ document: doc, state }: NetworkRecord, previous?: { readonly record: NetworkRecord; readonly entry: IndexEntry }): IndexEntry {
+export function indexEntryOf(
+  { document: doc, state }: NetworkRecord,
+  previous?: { readonly record: NetworkRecord; readonly entry: IndexEntry },
+): IndexEntry {
   const isPublished = state.publishedTag !== undefined;
   if (previous && previous.record.document === doc && previous.entry.id === doc.id) {
     const old = previous.entry.fields;
@@ -114,7 +117,8 @@ export function indexEntryOf({ document: doc, state }: NetworkRecord, previous?:
   text = addLocalized(fields, "acronym", doc.acronym, text);
   text = addLocalized(fields, "description", doc.description, text);
   addModel(fields, "model", doc.model);
-  const words = previous && previous.entry.id === doc.id && sameTexts(previous.record.document, doc) ? previous.entry.words : sortedWords(text);
+  const words =
+    previous && previous.entry.id === doc.id && sameTexts(previous.record.document, doc) ? previous.entry.words : sortedWords(text);
   return { id: doc.id, fields, words };
 }
 
@@ -160,4 +164,3 @@ export function foldedValuesAt(entry: IndexEntry, path: string): readonly string
 export function foldedWords(entry: IndexEntry, path: string): string[] {
   return valuesAt(entry, path).flatMap((v) => (typeof v === "string" ? words(v) : []));
 }
-

@@ -18,8 +18,17 @@ export type EntryPredicate = (entry: IndexEntry) => boolean;
 export class RqlQueryError extends Error {}
 
 const FIELD_ROOTS = new Set([
-  "id", "name", "acronym", "description", "studyIds", "networkIds", "published", "revisionStatus",
-  "revisionsAhead", "lastModifiedDate", "model",
+  "id",
+  "name",
+  "acronym",
+  "description",
+  "studyIds",
+  "networkIds",
+  "published",
+  "revisionStatus",
+  "revisionsAhead",
+  "lastModifiedDate",
+  "model",
 ]);
 
 function fail(call: RqlCall, message: string): never {
@@ -124,7 +133,9 @@ function matchNode(call: RqlCall, index: QueryIndex | undefined): Node {
   arity(call, 1, 2);
   const field = call.args.length === 2 ? fieldArg(call, call.args[0]) : undefined;
   const text = patternArg(call, call.args[call.args.length - 1]);
-  const terms = fold(text).split(/[^\p{L}\p{N}*]+/u).filter((t) => t.replace(/\*/g, "") !== "");
+  const terms = fold(text)
+    .split(/[^\p{L}\p{N}*]+/u)
+    .filter((t) => t.replace(/\*/g, "") !== "");
   if (terms.length === 0) fail(call, "Expected words to match");
   if (field === undefined && index) return indexed(intersection(terms.map((t) => wordIds(index.words, t))));
   const matchers = terms.map(wordMatcher);

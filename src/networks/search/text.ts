@@ -9,6 +9,7 @@
  */
 
 const COMBINING_MARKS = /\p{M}+/gu;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the range starts at NUL: every character past ASCII
 const NON_ASCII = /[^\x00-\x7f]/;
 const WORD = /[\p{L}\p{N}]+/gu;
 

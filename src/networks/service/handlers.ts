@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { NetworkSchema, NetworkService } from "../../../gen/es/rock/networks/v1/networks_pb.js";
+import { NetworkSchema, type NetworkService } from "../../../gen/es/rock/networks/v1/networks_pb.js";
 import { parseBasic, unauthenticated } from "../../auth/basic.js";
 import { callerKey, callerOf, hasAnyRole } from "../../auth/caller.js";
 import { Fault } from "../../errors/fault.js";

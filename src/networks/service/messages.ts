@@ -1,11 +1,11 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import {
-  EntityStateSchema,
-  LocalizedStringSchema,
-  LogoSchema,
+  type EntityStateSchema,
+  type LocalizedStringSchema,
+  type LogoSchema,
   NetworkSchema,
   NetworkSummarySchema,
-  PermissionsSchema,
+  type PermissionsSchema,
   RevisionSchema,
   type LocalizedString,
   type Logo,

@@ -14,7 +14,12 @@ export interface Owner {
  */
 export function runAs(owner: Owner, command: string, args: readonly string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { uid: owner.uid, gid: owner.gid, env: { PATH: "/usr/bin:/bin" }, stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(command, args, {
+      uid: owner.uid,
+      gid: owner.gid,
+      env: { PATH: "/usr/bin:/bin" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     let stderr = "";
     child.stderr!.setEncoding("utf8");
     child.stderr!.on("data", (text: string) => (stderr = (stderr + text).slice(-2000)));

@@ -4,7 +4,9 @@ import { signalProcess } from "../signals.js";
 import { join } from "node:path";
 
 /** Mount points by filesystem type and super options (mountinfo: `… mountpoint … - fstype source options`). */
-export function cgroupMounts(mountinfo: string): { readonly type: string; readonly mountPoint: string; readonly options: readonly string[] }[] {
+export function cgroupMounts(
+  mountinfo: string,
+): { readonly type: string; readonly mountPoint: string; readonly options: readonly string[] }[] {
   const out: { type: string; mountPoint: string; options: string[] }[] = [];
   for (const line of mountinfo.split("\n")) {
     const [left, right] = line.split(" - ");

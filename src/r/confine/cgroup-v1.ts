@@ -65,7 +65,11 @@ export class CgroupV1Tree implements CgroupTree {
       // The kernel's fail counters stay 0 when reclaim gives up and the OOM killer acts: the peak tells.
       reachedLimit: () =>
         limits.memoryBytes > 0 &&
-        Math.max(numberIn(join(dirs.memory, "memory.max_usage_in_bytes")), numberIn(join(dirs.memory, "memory.memsw.max_usage_in_bytes"))) >= limits.memoryBytes - PEAK_MARGIN,
+        Math.max(
+          numberIn(join(dirs.memory, "memory.max_usage_in_bytes")),
+          numberIn(join(dirs.memory, "memory.memsw.max_usage_in_bytes")),
+        ) >=
+          limits.memoryBytes - PEAK_MARGIN,
       memoryBytes: () => numberIn(join(dirs.memory, "memory.usage_in_bytes")),
       cpuSeconds: () => numberIn(join(dirs.cpuacct, "cpuacct.usage")) / 1e9,
       remove: () => removeAll(Object.values(dirs)),

@@ -33,7 +33,9 @@ export class CgroupV2Tree implements CgroupTree {
     const missing = CONTROLLERS.filter((c) => !offered.includes(c));
     if (missing.length > 0) {
       const inV1 = missing.every((c) => mounts.some((m) => m.type === "cgroup" && m.options.includes(c)));
-      return { unavailable: `cgroup v2 offers no ${missing.join(", ")} controller here${inV1 ? " (this kernel has them in cgroup v1)" : ""}` };
+      return {
+        unavailable: `cgroup v2 offers no ${missing.join(", ")} controller here${inV1 ? " (this kernel has them in cgroup v1)" : ""}`,
+      };
     }
     try {
       delegate(ownDir);
@@ -60,7 +62,8 @@ export class CgroupV2Tree implements CgroupTree {
     }
     // Past its limit the whole session ends at once, not one of its processes at random.
     trySet(join(dir, "memory.oom.group"), "1");
-    if (limits.cpuCores > 0) writeFileSync(join(dir, "cpu.max"), `${Math.max(1000, Math.round(CPU_PERIOD * limits.cpuCores))} ${CPU_PERIOD}`);
+    if (limits.cpuCores > 0)
+      writeFileSync(join(dir, "cpu.max"), `${Math.max(1000, Math.round(CPU_PERIOD * limits.cpuCores))} ${CPU_PERIOD}`);
     if (limits.processes > 0) writeFileSync(join(dir, "pids.max"), String(limits.processes));
     const procs = join(dir, "cgroup.procs");
     return {

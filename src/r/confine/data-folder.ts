@@ -33,6 +33,8 @@ function topEntryIn(root: string, dir: string): string | undefined {
 export function assertPrivateConfig(file: string): void {
   const mode = statSync(file).mode & 0o777;
   if ((mode & 0o004) !== 0) {
-    throw new Error(`${file} is readable by every user (mode ${mode.toString(8).padStart(4, "0")}) and R sessions could read the secrets in it: chmod o-r ${file}`);
+    throw new Error(
+      `${file} is readable by every user (mode ${mode.toString(8).padStart(4, "0")}) and R sessions could read the secrets in it: chmod o-r ${file}`,
+    );
   }
 }

@@ -41,17 +41,21 @@ function tableSince(acceptedAt: number): Promise<string> {
  */
 export async function loopbackPeerUid(socket: Socket, acceptedAt = performance.now()): Promise<number | undefined> {
   const { remoteAddress, remotePort, localAddress, localPort, remoteFamily } = socket;
-  if (remoteAddress === undefined || remotePort === undefined || localAddress === undefined || localPort === undefined || remoteFamily !== "IPv4") return undefined;
+  if (
+    remoteAddress === undefined ||
+    remotePort === undefined ||
+    localAddress === undefined ||
+    localPort === undefined ||
+    remoteFamily !== "IPv4"
+  )
+    return undefined;
   // The client's row: its address is the row's local one, ours its remote one.
   const local = `${hexIPv4(remoteAddress)}:${hex4(remotePort)}`;
   const remote = `${hexIPv4(localAddress)}:${hex4(localPort)}`;
   // The kernel prints the table a page per read() and resumes each at an offset within a hash bucket:
   // a socket closing earlier in the same bucket meanwhile can make a row slip by. A row missing from a
   // shared read is looked for once more in a read of its own.
-  return (
-    uidIn(await tableSince(acceptedAt), local, remote) ??
-    uidIn(await tableSince(performance.now()), local, remote)
-  );
+  return uidIn(await tableSince(acceptedAt), local, remote) ?? uidIn(await tableSince(performance.now()), local, remote);
 }
 
 function uidIn(table: string, local: string, remote: string): number | undefined {

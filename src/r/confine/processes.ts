@@ -78,7 +78,14 @@ export function reapUid(uid: number, gid: number): Promise<boolean> {
  * when the group does not empty in time, the uid's processes are ended (reapUid).
  */
 export async function reapSession(uid: number, group: SessionGroup | undefined): Promise<boolean> {
-  if (group && (await killUntilGone(() => group.kill(), () => group.empty()))) return true;
+  if (
+    group &&
+    (await killUntilGone(
+      () => group.kill(),
+      () => group.empty(),
+    ))
+  )
+    return true;
   return reapUid(uid, uid);
 }
 

@@ -68,7 +68,11 @@ export class SessionQuotas {
 
   session(id: string): SessionQuota {
     const { sessionMemoryMb, sessionCpuCores, sessionProcesses } = this.settings;
-    const group = this.tree.session(id, { memoryBytes: mib(sessionMemoryMb), cpuCores: Math.max(0, sessionCpuCores), processes: Math.max(0, sessionProcesses) });
+    const group = this.tree.session(id, {
+      memoryBytes: mib(sessionMemoryMb),
+      cpuCores: Math.max(0, sessionCpuCores),
+      processes: Math.max(0, sessionProcesses),
+    });
     return {
       group,
       place: (pid) => {

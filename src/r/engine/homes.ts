@@ -69,7 +69,12 @@ export class SessionHomes {
     const id = this.options.newSessionId?.() ?? randomUUID();
     const home = join(this.options.sessionsDir, id);
     const uid = this.uids?.take();
-    const dirs: SessionDirs = { home, work: join(home, "work"), tmp: join(home, "tmp"), ...(uid === undefined ? {} : { owner: { uid, gid: uid } }) };
+    const dirs: SessionDirs = {
+      home,
+      work: join(home, "work"),
+      tmp: join(home, "tmp"),
+      ...(uid === undefined ? {} : { owner: { uid, gid: uid } }),
+    };
     if (this.uids && uid === undefined) throw tooManySessions("Too many R sessions: every session uid of r.sessionUids is in use");
     let quota: SessionQuota | undefined;
     try {
@@ -102,7 +107,8 @@ export class SessionHomes {
     // Without its child the fork failed, maybe before its process was placed in the group: the uid tells.
     const group = fork.child ? fork.quota?.group : undefined;
     const reaped = fork.uid === undefined || (await reapSession(fork.uid, group));
-    if (reaped && fork.quota && !fork.quota.group.remove()) this.options.log.append(`The control group of session ${fork.id} could not be removed\n`);
+    if (reaped && fork.quota && !fork.quota.group.remove())
+      this.options.log.append(`The control group of session ${fork.id} could not be removed\n`);
     await removeFolders(fork.dirs);
     if (fork.uid === undefined) return;
     if (reaped) this.uids?.give(fork.uid);
@@ -118,14 +124,17 @@ export class SessionHomes {
     await mkdir(sessionsDir, { recursive: true, mode: 0o711 });
     await chmod(sessionsDir, 0o711);
     if (this.uids && !searchableByOthers(sessionsDir)) {
-      throw new Error(`Isolated R sessions cannot reach their folders in ${sessionsDir}: a folder above it lacks search permission for others (o+x); set r.sessionsDir elsewhere`);
+      throw new Error(
+        `Isolated R sessions cannot reach their folders in ${sessionsDir}: a folder above it lacks search permission for others (o+x); set r.sessionsDir elsewhere`,
+      );
     }
     if (this.uids) {
       const { first, last } = this.options.config.sessionUids;
       const left = await liveProcessesByUid((uid) => uid >= first && uid <= last);
       await Promise.all([...left.keys()].map((uid) => reapUid(uid, uid)));
     }
-    for (const group of this.options.quotas?.removeLeftovers() ?? []) this.options.log.append(`A control group of an earlier run could not be removed: ${group}\n`);
+    for (const group of this.options.quotas?.removeLeftovers() ?? [])
+      this.options.log.append(`A control group of an earlier run could not be removed: ${group}\n`);
     const names = await readdir(sessionsDir);
     await Promise.all(names.map((name) => rm(join(sessionsDir, name), { recursive: true, force: true })));
   }

@@ -21,7 +21,10 @@ export async function probe(server: RServerProcess | undefined, pool: SparePool,
   const inTime = async (work: Promise<Fork | undefined>): Promise<Fork | undefined> => {
     const got = await Promise.race([work, deadline]);
     if (got !== "timeout") return got;
-    void work.then((late) => homes.release(late), () => undefined);
+    void work.then(
+      (late) => homes.release(late),
+      () => undefined,
+    );
     return undefined;
   };
   /** The server answers its socket and the session evaluates `1`, before the deadline. */

@@ -127,9 +127,7 @@ export class PackageManager {
   /** Installs and checks the package is then in the library; rejects with R's message otherwise. */
   async install(request: InstallRequest, run: RunOptions = {}): Promise<InstalledPackage> {
     const env = this.installEnv(request);
-    return this.mutate(async () =>
-      parseJson<InstalledPackage>(await this.run(`install ${describeInstall(env)}`, env, run)),
-    );
+    return this.mutate(async () => parseJson<InstalledPackage>(await this.run(`install ${describeInstall(env)}`, env, run)));
   }
 
   /** Updates every package that the repositories hold in a newer version, into the managed library. */
@@ -198,9 +196,7 @@ export class PackageManager {
 
 function describeInstall(env: Record<string, string>): string {
   const source = env.ROCK_PKG_SOURCE;
-  return source === "git"
-    ? `${env.ROCK_PKG_NAME}@${env.ROCK_PKG_REF} from git`
-    : `${env.ROCK_PKG_NAME} from ${source}`;
+  return source === "git" ? `${env.ROCK_PKG_NAME}@${env.ROCK_PKG_REF} from git` : `${env.ROCK_PKG_NAME} from ${source}`;
 }
 
 /** See {@link PackageManagerOptions.gitHost} for the rule. */

@@ -111,7 +111,11 @@ export async function runPackageScript(request: RunRequest): Promise<Buffer> {
     const deadline =
       request.timeoutMs > 0
         ? setTimeout(
-            () => stop(new Fault("deadline", `The package operation did not end within ${seconds} s and was stopped`), `timed out after ${seconds} s`),
+            () =>
+              stop(
+                new Fault("deadline", `The package operation did not end within ${seconds} s and was stopped`),
+                `timed out after ${seconds} s`,
+              ),
             request.timeoutMs,
           )
         : undefined;
@@ -171,7 +175,10 @@ async function removeLocksSince(libraryFile: string, since: number): Promise<voi
   const entries = await readdir(library).catch(() => [] as string[]);
   for (const entry of entries.filter((name) => name.startsWith("00LOCK"))) {
     const path = join(library, entry);
-    const made = await stat(path).then((s) => s.mtimeMs, () => 0);
+    const made = await stat(path).then(
+      (s) => s.mtimeMs,
+      () => 0,
+    );
     // A second of slack: file systems may round modification times down.
     if (made >= since - 1000) await rm(path, { recursive: true, force: true });
   }

@@ -87,12 +87,7 @@ export function parseGitName(name: string, defaultOrganization: string): GitRepo
     return { organization: defaultOrganization, repository: name };
   }
   const [organization, repository] = parts;
-  if (
-    parts.length !== 2 ||
-    !GIT_ORGANIZATION.test(organization) ||
-    !GIT_REPOSITORY.test(repository) ||
-    repository.includes("..")
-  ) {
+  if (parts.length !== 2 || !GIT_ORGANIZATION.test(organization) || !GIT_REPOSITORY.test(repository) || repository.includes("..")) {
     throw invalid(`Invalid git repository name: '${printable(name)}' (expected <organisation>/<repository> or a package name)`);
   }
   return { organization, repository };
@@ -111,6 +106,7 @@ export function parsePackageNames(values: readonly string[]): string[] {
 
 /** Error messages echo the caller's input; keep them one short readable line. */
 function printable(value: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
   const flat = value.replace(/[\u0000-\u001f\u007f]/g, "?");
   return flat.length > 80 ? `${flat.slice(0, 80)}…` : flat;
 }

@@ -8,10 +8,7 @@ import { commandMessage } from "./messages.js";
 import type { RSession } from "../session.js";
 import { SESSION_USERS, sessionFor } from "./permissions.js";
 
-export type CommandHandlers = Pick<
-  ServiceImpl<typeof RService>,
-  "listCommands" | "getCommand" | "deleteCommand" | "getCommandResult"
->;
+export type CommandHandlers = Pick<ServiceImpl<typeof RService>, "listCommands" | "getCommand" | "deleteCommand" | "getCommandResult">;
 
 function commandOf(session: RSession, id: string): CommandEntry {
   session.touch();

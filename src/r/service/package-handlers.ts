@@ -23,15 +23,7 @@ export type PackageHandlers = Pick<
 /** What the handlers need of a PackageManager (its public surface). */
 export type PackageOperations = Pick<
   PackageManager,
-  | "list"
-  | "listSerialized"
-  | "describe"
-  | "describeSerialized"
-  | "settings"
-  | "settingsSerialized"
-  | "install"
-  | "update"
-  | "remove"
+  "list" | "listSerialized" | "describe" | "describeSerialized" | "settings" | "settingsSerialized" | "install" | "update" | "remove"
 >;
 
 function wantsSerialized(accept: string): boolean {
@@ -81,10 +73,7 @@ export function createPackageHandlers(manager: PackageOperations): PackageHandle
     },
 
     async installPackage(request, ctx) {
-      const installed = await manager.install(
-        { name: request.name, manager: request.manager, ref: request.ref },
-        { signal: ctx.signal },
-      );
+      const installed = await manager.install({ name: request.name, manager: request.manager, ref: request.ref }, { signal: ctx.signal });
       return { version: installed.version };
     },
 

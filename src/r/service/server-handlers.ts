@@ -31,7 +31,14 @@ export function serverHandlers(engine: REngine, node: NodeConfig, r: RConfig): S
 
   return {
     async getInfo() {
-      return { id: node.id, name: node.name ?? node.id, type: SERVICE_TYPE, cluster: node.cluster, tags: [...node.tags], server: node.publicUrl };
+      return {
+        id: node.id,
+        name: node.name ?? node.id,
+        type: SERVICE_TYPE,
+        cluster: node.cluster,
+        tags: [...node.tags],
+        server: node.publicUrl,
+      };
     },
 
     async check() {

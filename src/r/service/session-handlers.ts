@@ -15,15 +15,7 @@ import { SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
 
 export type SessionHandlers = Pick<
   ServiceImpl<typeof RService>,
-  | "listSessions"
-  | "createSession"
-  | "deleteSessions"
-  | "getSession"
-  | "deleteSession"
-  | "assign"
-  | "eval"
-  | "execute"
-  | "interruptSession"
+  "listSessions" | "createSession" | "deleteSessions" | "getSession" | "deleteSession" | "assign" | "eval" | "execute" | "interruptSession"
 >;
 
 type ExecuteEvent = MessageInitShape<typeof ExecuteResponseSchema>;
@@ -114,16 +106,19 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
       const events = new Channel<ExecuteEvent>({ signal: ctx.signal });
       const push = (event: ExecuteEvent): void => void events.push(event);
       const sink = (event: EvalEvent): void => push({ event: { case: event.kind, value: event.text } });
-      session.eval(script, format, sink, ctx.signal).then(
-        (value) =>
-          push({
-            event:
-              format === "rds"
-                ? { case: "rdata", value }
-                : { case: "json", value: fromJson(ValueSchema, JSON.parse(value.toString("utf8"))) },
-          }),
-        (error: unknown) => push({ event: { case: "error", value: ConnectError.from(error).rawMessage } }),
-      ).finally(() => events.close());
+      session
+        .eval(script, format, sink, ctx.signal)
+        .then(
+          (value) =>
+            push({
+              event:
+                format === "rds"
+                  ? { case: "rdata", value }
+                  : { case: "json", value: fromJson(ValueSchema, JSON.parse(value.toString("utf8"))) },
+            }),
+          (error: unknown) => push({ event: { case: "error", value: ConnectError.from(error).rawMessage } }),
+        )
+        .finally(() => events.close());
       yield* events;
     },
 

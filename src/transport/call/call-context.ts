@@ -39,7 +39,8 @@ export function createCallContext(start: ContextStart, req: ServerRequest, value
     const at = Date.now() + start.timeoutMs;
     timeoutMs = () => at - Date.now();
     // Node fires a timer longer than its maximum at once: such a deadline (weeks) is simply not armed.
-    if (start.timeoutMs <= MAX_TIMER_MS) deadline = setTimeout(() => controller.abort(new ConnectError("the deadline passed", Code.DeadlineExceeded)), start.timeoutMs);
+    if (start.timeoutMs <= MAX_TIMER_MS)
+      deadline = setTimeout(() => controller.abort(new ConnectError("the deadline passed", Code.DeadlineExceeded)), start.timeoutMs);
   }
   return {
     method: start.method,

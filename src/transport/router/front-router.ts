@@ -51,7 +51,11 @@ export function createFrontRouter(opts: FrontRouterOptions): FrontRouter {
   const rpcs = new Map<string, Rpc>();
   for (const [path, handler] of opts.connect.handlers) {
     const kind = handler.method.methodKind;
-    rpcs.set(path, { connect: handler, fast: fastServing(opts.fastUnary, path), streams: kind === "client_streaming" || kind === "bidi_streaming" });
+    rpcs.set(path, {
+      connect: handler,
+      fast: fastServing(opts.fastUnary, path),
+      streams: kind === "client_streaming" || kind === "bidi_streaming",
+    });
   }
   const { connect, rest, resources, kernel } = opts;
   // Built at start: two routes that would shadow each other refuse the start here.

@@ -54,7 +54,9 @@ export class RouteTrie<B extends Binding> {
     const taken = node.ends.get(binding.httpMethod);
     if (taken) {
       const method = binding.httpMethod;
-      throw new Error(`${method} ${binding.template.source} takes the same paths as ${method} ${taken.template.source}: one of them could never be reached`);
+      throw new Error(
+        `${method} ${binding.template.source} takes the same paths as ${method} ${taken.template.source}: one of them could never be reached`,
+      );
     }
     node.ends.set(binding.httpMethod, binding);
   }

@@ -23,7 +23,10 @@ export function toRestError(err: unknown, onInternal: (err: unknown) => void): R
   const fault = faultOf(ce);
   const status = httpStatusOf(ce);
   const custom = fault?.details.body;
-  const e = custom === undefined ? restError(ce.code, ce.rawMessage, status) : { status, headers: { "content-type": "application/json" }, body: JSON.stringify(custom) };
+  const e =
+    custom === undefined
+      ? restError(ce.code, ce.rawMessage, status)
+      : { status, headers: { "content-type": "application/json" }, body: JSON.stringify(custom) };
   // As Connect does for its own protocol: a refusal's Retry-After (429, 503) reaches the client.
   const retryAfter = ce.metadata.get("retry-after");
   if (retryAfter !== null) e.headers["retry-after"] = retryAfter;

@@ -73,7 +73,7 @@ function setPath(r: ReflectMessage, path: string, value: string): void {
   let cur = r;
   for (let i = 0; i < names.length - 1; i++) {
     const f = cur.fields.find((x) => x.name === names[i]);
-    if (!f || f.fieldKind !== "message") throw new Fault("internal", `bad path variable ${path}`);
+    if (f?.fieldKind !== "message") throw new Fault("internal", `bad path variable ${path}`);
     if (!cur.isSet(f)) cur.set(f, reflect(f.message, create(f.message)));
     cur = cur.get(f) as ReflectMessage;
   }

@@ -19,10 +19,12 @@ const EMPTY: EncodedBody = { contentType: undefined, data: "" };
  */
 export function encodeUnary(route: Route, msg: Message, responseHeader: Headers, baseUrl: string) {
   const headers: Record<string, string> = {};
-  responseHeader.forEach((value, key) => (headers[key] = value));
+  responseHeader.forEach((value, key) => {
+    headers[key] = value;
+  });
   const rule = route.answer;
   const created = rule.created && createdPath(rule.created, route.spec.method.output, msg);
-  if (created !== undefined) headers["location"] = baseUrl + created;
+  if (created !== undefined) headers.location = baseUrl + created;
   let status = created !== undefined ? 201 : rule.status;
   const body = status === 204 ? EMPTY : encodeBody(route, msg);
   if (body.contentType) headers["content-type"] = body.contentType;
@@ -93,5 +95,5 @@ function json(value: unknown): EncodedBody {
 
 /** One line of a newline-delimited JSON stream. */
 export function ndjsonLine(schema: DescMessage, msg: Message, route: Route): string {
-  return JSON.stringify(toJson(schema, msg, route.style)) + "\n";
+  return `${JSON.stringify(toJson(schema, msg, route.style))}\n`;
 }

@@ -1,7 +1,7 @@
 import { getOption, hasOption, ScalarType, type DescField, type DescMessage, type DescMethod, type Message } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { rest_answer as restAnswerOption } from "../../../../gen/es/rock/options/v1/rest_pb.js";
-import { parsePathTemplate } from "./path-template.js";
+import { parsePathTemplate, type PathTemplate } from "./path-template.js";
 
 /** The statuses a REST answer takes without creating anything; 201 comes only with `created`. */
 export type PlainStatus = 200 | 204;
@@ -41,14 +41,15 @@ export function compileRestAnswer(method: DescMethod): RestAnswerRule {
   };
   const status = option.status === 0 ? 200 : plain(option.status);
   const emptyStatus = option.emptyStatus === 0 ? undefined : plain(option.emptyStatus);
-  if (status === 204 && emptyStatus !== undefined) throw new Error(`${method.name}: rest_answer empty_status with status 204, which never has a body`);
+  if (status === 204 && emptyStatus !== undefined)
+    throw new Error(`${method.name}: rest_answer empty_status with status 204, which never has a body`);
   const created = option.created === "" ? undefined : compileCreated(method, option.created);
   return { status, emptyStatus, created };
 }
 
 function compileCreated(method: DescMethod, source: string): CreatedTemplate {
   const where = `${method.name}: rest_answer created '${source}'`;
-  let template;
+  let template: PathTemplate;
   try {
     template = parsePathTemplate(source);
   } catch (err) {
@@ -81,7 +82,8 @@ function fieldPath(where: string, output: DescMessage, source: string): FieldPat
     message = field.message;
   }
   const value = find(names.at(-1)!);
-  if (value.fieldKind !== "scalar" || value.scalar === ScalarType.BYTES) throw new Error(`${where}: '${source}' is not a string or a number`);
+  if (value.fieldKind !== "scalar" || value.scalar === ScalarType.BYTES)
+    throw new Error(`${where}: '${source}' is not a string or a number`);
   return { messages, value };
 }
 
@@ -94,12 +96,12 @@ export function createdPath(template: CreatedTemplate, schema: DescMessage, msg:
   let path = "";
   for (const segment of template.segments) {
     if (typeof segment === "string") {
-      path += "/" + segment;
+      path += `/${segment}`;
       continue;
     }
     const value = valueAt(root, segment);
     if (value === undefined) return undefined;
-    path += "/" + encodeURIComponent(value);
+    path += `/${encodeURIComponent(value)}`;
   }
   return path;
 }

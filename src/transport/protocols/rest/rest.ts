@@ -89,7 +89,14 @@ export function createRest(opts: RestOptions): Rest {
     },
   };
 
-  async function serve(req: ServerRequest, res: ServerResponse, call: Call, route: Route, parts: RequestParts, baseUrl: string): Promise<void> {
+  async function serve(
+    req: ServerRequest,
+    res: ServerResponse,
+    call: Call,
+    route: Route,
+    parts: RequestParts,
+    baseUrl: string,
+  ): Promise<void> {
     try {
       await dispatch(req, res, call, route, parts, baseUrl);
     } finally {
@@ -97,7 +104,14 @@ export function createRest(opts: RestOptions): Rest {
     }
   }
 
-  async function dispatch(req: ServerRequest, res: ServerResponse, call: Call, route: Route, parts: RequestParts, baseUrl: string): Promise<void> {
+  async function dispatch(
+    req: ServerRequest,
+    res: ServerResponse,
+    call: Call,
+    route: Route,
+    parts: RequestParts,
+    baseUrl: string,
+  ): Promise<void> {
     const context = call.context;
     switch (route.spec.kind) {
       case "unary": {
@@ -127,20 +141,29 @@ export function createRest(opts: RestOptions): Rest {
    * JSON otherwise. The status is sent with the first message, so an error raised before it (not
    * found, refused) still answers with its own status.
    */
-  async function streamOut(route: Route, output: AsyncIterable<Message>, context: CallContext, res: ServerResponse, call: Call): Promise<void> {
+  async function streamOut(
+    route: Route,
+    output: AsyncIterable<Message>,
+    context: CallContext,
+    res: ServerResponse,
+    call: Call,
+  ): Promise<void> {
     const it = output[Symbol.asyncIterator]();
     const raw = rawBodyField(route);
     const schema = route.spec.method.output;
     const first = await it.next();
     const headers: Record<string, string> = {};
-    context.responseHeader.forEach((v, k) => (headers[k] = v));
+    context.responseHeader.forEach((v, k) => {
+      headers[k] = v;
+    });
     const write = async (chunk: string | Uint8Array): Promise<void> => {
       call.bytesOut += byteLength(chunk);
       if (!res.write(chunk)) await drained(res);
     };
     try {
       if (raw) {
-        headers["content-type"] = (first.done ? undefined : httpBodyIn(schema, first.value, raw))?.contentType || "application/octet-stream";
+        headers["content-type"] =
+          (first.done ? undefined : httpBodyIn(schema, first.value, raw))?.contentType || "application/octet-stream";
         writeHead(res, call, 200, headers);
         for (let r = first; !r.done; r = await it.next()) {
           const hb = httpBodyIn(schema, r.value, raw);
@@ -188,7 +211,11 @@ function send(res: ServerResponse, e: RestError): number {
   return writeWhole(res, e.status, e.headers, e.body);
 }
 
-function sendAnswer(res: ServerResponse, call: Call, a: { status: number; headers: Record<string, string>; body: { data: string | Uint8Array } }): void {
+function sendAnswer(
+  res: ServerResponse,
+  call: Call,
+  a: { status: number; headers: Record<string, string>; body: { data: string | Uint8Array } },
+): void {
   call.status = a.status;
   call.bytesOut += writeWhole(res, a.status, a.headers, a.body.data);
   call.finish();

@@ -37,7 +37,8 @@ export class RouteTable {
         if (!hasOption(method, httpOption)) continue;
         const rule = getOption(method, httpOption);
         const answer = compileRestAnswer(method);
-        for (const r of [rule, ...rule.additionalBindings]) routes.push(compile(method, r, spec.methods[method.localName]!, svc.rest, answer));
+        for (const r of [rule, ...rule.additionalBindings])
+          routes.push(compile(method, r, spec.methods[method.localName]!, svc.rest, answer));
       }
     }
     this.routes = routes;

@@ -41,7 +41,11 @@ const CONNECT_READ_MAX_BYTES = 0xffffffff;
  */
 export function createConnectEs(options: ConnectEsOptions): ConnectEs {
   const compressions = options.acceptCompression ?? [compressionGzip, compressionBrotli];
-  const router = createConnectRouter({ ...options, acceptCompression: compressions, interceptors: [streamDecodeErrors, ...(options.interceptors ?? [])] });
+  const router = createConnectRouter({
+    ...options,
+    acceptCompression: compressions,
+    interceptors: [streamDecodeErrors, ...(options.interceptors ?? [])],
+  });
   options.routes(router);
   const guard = { readMaxBytes: options.readMaxBytes ?? CONNECT_READ_MAX_BYTES, compressions };
   const handlers = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, guardUnaryDecoding(h, guard)]));

@@ -1,6 +1,12 @@
 import { fromBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { compressedFlag, readAllBytes, type Compression, type UniversalHandler, type UniversalServerRequest } from "@connectrpc/connect/protocol";
+import {
+  compressedFlag,
+  readAllBytes,
+  type Compression,
+  type UniversalHandler,
+  type UniversalServerRequest,
+} from "@connectrpc/connect/protocol";
 
 /**
  * Connect-ES reports a request message that does not decode as INTERNAL ("parse binary: …"), as if
@@ -63,13 +69,17 @@ async function* checkedBody(body: AsyncIterable<Uint8Array>, c: BodyCheck, lengt
   const limit = c.enveloped ? c.readMaxBytes + ENVELOPE_HEADER_BYTES : c.readMaxBytes;
   let head: Uint8Array | undefined;
   const watched = (async function* () {
-    for await (const chunk of body) yield (head ??= chunk), chunk;
+    for await (const chunk of body) {
+      head ??= chunk;
+      yield chunk;
+    }
   })();
   const bytes = await readAllBytes(c.enveloped ? watched : body, limit, c.enveloped ? null : lengthHint).catch((e: unknown) => {
     // The limit read here includes the envelope's header: the client is told what Connect-ES itself
     // says of an envelope too large, the size its header declares.
     if (!c.enveloped || !(e instanceof ConnectError) || e.code !== Code.ResourceExhausted) throw e;
-    const size = head !== undefined && head.length >= ENVELOPE_HEADER_BYTES ? ` ${new DataView(head.buffer, head.byteOffset).getUint32(1)}` : "";
+    const size =
+      head !== undefined && head.length >= ENVELOPE_HEADER_BYTES ? ` ${new DataView(head.buffer, head.byteOffset).getUint32(1)}` : "";
     throw new ConnectError(`message size${size} is larger than configured readMaxBytes ${c.readMaxBytes}`, Code.ResourceExhausted);
   });
   const messages = c.enveloped ? envelopes(bytes) : [{ compressed: c.encoded, data: bytes }];
@@ -111,7 +121,8 @@ function decodes(schema: DescMessage, data: Uint8Array): void {
  * the interceptors. Connect raises nothing else as INTERNAL from reading a request (limits are
  * RESOURCE_EXHAUSTED, bad framing INVALID_ARGUMENT), so INTERNAL from there is the client's fault.
  */
-export const streamDecodeErrors: Interceptor = (next) => (req) => (req.stream ? next({ ...req, message: clientFaults(req.message) }) : next(req));
+export const streamDecodeErrors: Interceptor = (next) => (req) =>
+  req.stream ? next({ ...req, message: clientFaults(req.message) }) : next(req);
 
 async function* clientFaults(messages: AsyncIterable<Message>): AsyncGenerator<Message> {
   try {

@@ -69,7 +69,10 @@ export function createFastUnary(opts: FastUnaryOptions): FastUnary {
 
   async function serve(req: ServerRequest, res: ServerResponse, method: FastMethod, wire: Wire): Promise<void> {
     const header = req.headers;
-    const timeout = (wire.name === "connect" ? connect.parseTimeout : grpc.parseTimeout)(headerValue(header[wire.timeoutHeader]) ?? null, Number.MAX_SAFE_INTEGER);
+    const timeout = (wire.name === "connect" ? connect.parseTimeout : grpc.parseTimeout)(
+      headerValue(header[wire.timeoutHeader]) ?? null,
+      Number.MAX_SAFE_INTEGER,
+    );
     const call = opts.kernel.open(req, res, {
       method: method.spec.method,
       protocol: wire.name,
@@ -123,7 +126,12 @@ export function createFastUnary(opts: FastUnaryOptions): FastUnary {
     }
     const limit = opts.readMaxBytes + (wire.enveloped ? ENVELOPE_HEADER_BYTES : 0);
     // An envelope's own header tells its size, which Connect-ES reports: read up to it.
-    const body = await readWholeBody(req, limit, (seen) => tooLarge(wire.enveloped ? declaredSize(seen.head) : seen.declared, opts.readMaxBytes), !wire.enveloped);
+    const body = await readWholeBody(
+      req,
+      limit,
+      (seen) => tooLarge(wire.enveloped ? declaredSize(seen.head) : seen.declared, opts.readMaxBytes),
+      !wire.enveloped,
+    );
     let data: Uint8Array = body;
     let compressed = !wire.enveloped && compression.request !== null;
     if (wire.enveloped) ({ data, compressed } = singleEnvelope(body, opts.readMaxBytes));
@@ -168,4 +176,3 @@ function asConnectError(err: unknown, onInternalError: (err: unknown) => void): 
 function headerValue(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v.join(", ") : v;
 }
-

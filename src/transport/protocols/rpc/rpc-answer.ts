@@ -10,12 +10,23 @@ import { envelope, type Wire } from "./wire.js";
 
 function record(...all: Headers[]): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const h of all) h.forEach((v, k) => (out[k] = v));
+  for (const h of all) {
+    h.forEach((v, k) => {
+      out[k] = v;
+    });
+  }
   return out;
 }
 
 /** Writes a unary call's answer in its protocol; the number of body bytes written. */
-export function writeMessage(res: ServerResponse, wire: Wire, context: CallContext, body: Uint8Array, usedCompression: Compression | null, negotiated: Compression | null): number {
+export function writeMessage(
+  res: ServerResponse,
+  wire: Wire,
+  context: CallContext,
+  body: Uint8Array,
+  usedCompression: Compression | null,
+  negotiated: Compression | null,
+): number {
   const head = context.responseHeader;
   head.set("content-type", wire.contentType);
   if (wire.name === "connect") {
@@ -47,7 +58,9 @@ export function writeError(res: ServerResponse, wire: Wire, head: Headers, trail
   if (res.headersSent) return 0;
   if (wire.name === "connect") {
     head.set("content-type", connect.contentTypeUnaryJson);
-    error.metadata.forEach((v, k) => head.set(k, v));
+    error.metadata.forEach((v, k) => {
+      head.set(k, v);
+    });
     const body = connect.errorToJsonBytes(error, {});
     const all = connect.trailerMux(head, trailer);
     all.set(connect.headerUnaryContentLength, String(body.byteLength));

@@ -11,6 +11,12 @@ import type { Wire } from "./wire.js";
 export function answerUnknownMethod(req: ServerRequest, res: ServerResponse, wire: Wire, kernel: CallKernel): void {
   const started = performance.now();
   req.resume();
-  const bytesOut = writeError(res, wire, new Headers(), new Headers(), new ConnectError(`${pathOf(req.url)} is not implemented`, Code.Unimplemented));
+  const bytesOut = writeError(
+    res,
+    wire,
+    new Headers(),
+    new Headers(),
+    new ConnectError(`${pathOf(req.url)} is not implemented`, Code.Unimplemented),
+  );
   kernel.refuse(req, { method: undefined, protocol: wire.name, code: Code.Unimplemented, httpStatus: undefined, started, bytesOut });
 }

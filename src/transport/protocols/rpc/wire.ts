@@ -30,7 +30,13 @@ export const ENVELOPE_HEADER_BYTES = 5;
 const lower = (name: string): string => name.toLowerCase();
 
 const WIRES = {
-  grpc: { name: "grpc", enveloped: true, encodingHeader: lower(grpc.headerEncoding), acceptEncodingHeader: lower(grpc.headerAcceptEncoding), timeoutHeader: lower(grpc.headerTimeout) },
+  grpc: {
+    name: "grpc",
+    enveloped: true,
+    encodingHeader: lower(grpc.headerEncoding),
+    acceptEncodingHeader: lower(grpc.headerAcceptEncoding),
+    timeoutHeader: lower(grpc.headerTimeout),
+  },
   grpcWeb: {
     name: "grpc-web",
     enveloped: true,
@@ -72,9 +78,13 @@ function parse(contentType: string, httpMajor: number): Wire | undefined {
     return { ...WIRES.grpcWeb, binary: t.binary, contentType: t.binary ? grpcWeb.contentTypeProto : grpcWeb.contentTypeJson };
   }
   const g = grpc.parseContentType(contentType);
-  if (g) return httpMajor === 2 ? { ...WIRES.grpc, binary: g.binary, contentType: g.binary ? grpc.contentTypeProto : grpc.contentTypeJson } : undefined;
+  if (g)
+    return httpMajor === 2
+      ? { ...WIRES.grpc, binary: g.binary, contentType: g.binary ? grpc.contentTypeProto : grpc.contentTypeJson }
+      : undefined;
   const c = connect.parseContentType(contentType);
-  if (c && !c.stream) return { ...WIRES.connect, binary: c.binary, contentType: c.binary ? connect.contentTypeUnaryProto : connect.contentTypeUnaryJson };
+  if (c && !c.stream)
+    return { ...WIRES.connect, binary: c.binary, contentType: c.binary ? connect.contentTypeUnaryProto : connect.contentTypeUnaryJson };
   return undefined;
 }
 
@@ -90,7 +100,8 @@ export function singleEnvelope(body: Buffer, readMaxBytes: number): { compressed
     throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
   }
   const size = body.readUInt32BE(1);
-  if (size > readMaxBytes) throw new ConnectError(`message size ${size} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted);
+  if (size > readMaxBytes)
+    throw new ConnectError(`message size ${size} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted);
   const end = ENVELOPE_HEADER_BYTES + size;
   if (end > body.length) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
   if (end < body.length) throw new ConnectError("protocol error: received extra input message for unary method", Code.Unimplemented);
