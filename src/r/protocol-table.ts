@@ -1,6 +1,7 @@
 /**
- * Every frame of the protocol between Node and R, once: `npm run gen` writes worker.R's constants from
- * this table (test/tools/gen-r-protocol.ts) and `npm run gen:check` fails when they are stale. How the
+ * Every frame of the protocol between Node and R, once: `npm run gen` writes the R side's constants
+ * (gen/r/protocol.R) from this table (test/tools/gen-r-protocol.ts) and `npm run gen:check` fails when
+ * they are stale. How the
  * frames are used (sockets, markers, interrupts) is told in protocol.ts.
  *
  * A frame's letter names it in one direction and in no other: no letter means two things. Its payload is

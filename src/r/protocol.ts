@@ -1,6 +1,6 @@
 /**
  * The protocol between Node and R (src/r/worker.R): how it is used. Its frames, their letters and fields
- * are in protocol-table.ts, from which `npm run gen` writes worker.R's constants.
+ * are in protocol-table.ts, from which `npm run gen` writes the R side's constants (gen/r/protocol.R).
  *
  * Sockets. Node listens on a loopback port; every connection proves itself with its first frame, the
  * greeting, which carries a secret token (any local process can reach a loopback port):

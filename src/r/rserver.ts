@@ -15,6 +15,8 @@ import { FROM_SERVER, FROM_SESSION, lettersOf, type Letter } from "./protocol-ta
 import { signalGroup, signalProcess } from "./signals.js";
 
 const WORKER_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "worker.R");
+/** The protocol's constants for the R side, which worker.R reads first (made by `npm run gen`). */
+const PROTOCOL_R = join(dirname(fileURLToPath(import.meta.url)), "../../gen/r/protocol.R");
 const START_TIMEOUT_MS = 30_000;
 const FORK_TIMEOUT_MS = 15_000;
 /** How often a fork not yet connected is looked at: a session that could not start is said this soon. */
@@ -73,7 +75,9 @@ function serverEnv(options: RServerOptions): NodeJS.ProcessEnv {
 }
 
 function workerArgs(executable: string): string[] {
-  return basename(executable).startsWith("Rscript") ? ["--vanilla", WORKER_SCRIPT] : ["--vanilla", "--slave", "-f", WORKER_SCRIPT];
+  return basename(executable).startsWith("Rscript")
+    ? ["--vanilla", WORKER_SCRIPT, PROTOCOL_R]
+    : ["--vanilla", "--slave", "-f", WORKER_SCRIPT, "--args", PROTOCOL_R];
 }
 
 /**

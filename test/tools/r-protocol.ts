@@ -1,6 +1,6 @@
 /**
- * worker.R's constants of the protocol, made from src/r/protocol-table.ts: written by
- * gen-r-protocol.ts, compared by check-gen.ts.
+ * The R side's constants of the protocol (gen/r/protocol.R, which worker.R reads), made from
+ * src/r/protocol-table.ts: written by gen-r-protocol.ts, compared by check-gen.ts.
  */
 import {
   FIELDS,
@@ -22,9 +22,6 @@ export const DIRECTIONS = {
   toSession: { title: "Node -> a session (main socket)", frames: TO_SESSION },
   fromSession: { title: "A session -> Node (main and output sockets)", frames: FROM_SESSION },
 } as const;
-
-const BEGIN = "  # Made from src/r/protocol-table.ts by `npm run gen`: edit the table there, not these lines.";
-const END = "  # End of the lines made from src/r/protocol-table.ts.";
 
 const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 const rString = (text: string): string => JSON.stringify(text);
@@ -62,10 +59,10 @@ function block(): string {
   return lines.join("\n");
 }
 
-/** worker.R with the lines between its markers made anew. */
-export function withRProtocol(worker: string): string {
-  const begin = worker.indexOf(BEGIN);
-  const end = worker.indexOf(END);
-  if (begin < 0 || end < begin) throw new Error(`worker.R: the protocol's markers are missing ("${BEGIN.trim()}" then "${END.trim()}")`);
-  return `${worker.slice(0, begin + BEGIN.length)}\n${block()}\n${worker.slice(end)}`;
+/** gen/r/protocol.R: the constants worker.R reads into its environment before anything else. */
+export function rProtocolFile(): string {
+  const lines = block()
+    .split("\n")
+    .map((line) => line.replace(/^ {2}/, ""));
+  return `# Made from src/r/protocol-table.ts by \`npm run gen\`: edit the table there, not this file.\n${lines.join("\n")}\n`;
 }
