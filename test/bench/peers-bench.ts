@@ -291,6 +291,19 @@ function expectDf(got: string, what: string, first: string): void {
 
 // ---- rock ----
 
+/** This server and Rserve answer in microseconds to milliseconds: the same calls per round for both. */
+function fastCounts(count: (n: number) => number): Peer["counts"] {
+  return {
+    one: count(1000),
+    summary: count(30),
+    df: count(6),
+    pair: count(60),
+    session: count(40),
+    clients1: count(1000),
+    clients4: count(500),
+  };
+}
+
 async function rockPeer(files: BodyFiles, count: (n: number) => number): Promise<Peer & { firstRow: string }> {
   const server = await startServerProcess({ rStart: true });
   const http = new HttpClient(server.port, USER);
@@ -334,15 +347,7 @@ async function rockPeer(files: BodyFiles, count: (n: number) => number): Promise
     return {
       name: "rock",
       firstRow,
-      counts: {
-        one: count(1000),
-        summary: count(30),
-        df: count(6),
-        pair: count(60),
-        session: count(40),
-        clients1: count(1000),
-        clients4: count(500),
-      },
+      counts: fastCounts(count),
       rows: {
         one: (n) => perCall(one, n),
         summary: (n) => perCall(summary, n),
@@ -402,15 +407,7 @@ async function rservePeer(dir: string, count: (n: number) => number): Promise<Pe
         .replace(/[\0\x01]+$/, "");
     return {
       name: "Rserve",
-      counts: {
-        one: count(1000),
-        summary: count(30),
-        df: count(6),
-        pair: count(60),
-        session: count(40),
-        clients1: count(1000),
-        clients4: count(500),
-      },
+      counts: fastCounts(count),
       rows: {
         one: async (n) => (await qap(n, 1, "", json("1+1"))).seconds / n,
         summary: async (n) => (await qap(n, 1, "", json(SUMMARY))).seconds / n,

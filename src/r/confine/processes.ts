@@ -48,8 +48,9 @@ const REAP_WAIT_MS = 1_000;
  * Kills with `kill` and looks with `gone` until `gone` says so (true) or REAP_WAIT_MS passed (false).
  * A killed process is gone as soon as the kernel has unmapped its memory and closed its files, which
  * a caller waits for (a session's end answers then): the pause between looks grows with the time
- * waited, a quarter of it (1 ms at first, 50 at most), so that it adds a quarter at most to the wait. Each look that finds something left kills again: a process can have
- * forked between the kill and its death, or been asleep in the kernel.
+ * waited, a quarter of it (1 ms at first, 50 at most), so that it adds a quarter at most to the wait.
+ * Each look that finds something left kills again: a process can have forked between the kill and its
+ * death, or been asleep in the kernel.
  */
 async function killUntilGone(kill: () => Promise<void> | void, gone: () => Promise<boolean> | boolean): Promise<boolean> {
   const start = Date.now();
@@ -92,24 +93,25 @@ export async function reapSession(uid: number, group: SessionGroup | undefined):
 /** Clock ticks per second of /proc's CPU times (USER_HZ): 100 on every Linux ABI Node runs on. */
 const USER_HZ = 100;
 
-/** CPU time (user + system) the process used so far, in seconds; undefined once it is gone. */
-export async function cpuSeconds(pid: number): Promise<number | undefined> {
+/** The fields of /proc/<pid>/stat after the command name (state first); undefined once it is gone. */
+async function statFields(pid: number): Promise<string[] | undefined> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, "utf8");
     // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
     return undefined;
   }
 }
 
+/** CPU time (user + system) the process used so far, in seconds; undefined once it is gone. */
+export async function cpuSeconds(pid: number): Promise<number | undefined> {
+  const fields = await statFields(pid);
+  return fields && (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+}
+
 /** Whether the process has ended (gone, or a zombie its parent has not collected yet). */
 export async function hasEnded(pid: number): Promise<boolean> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
-  } catch {
-    return true;
-  }
+  const fields = await statFields(pid);
+  return fields === undefined || fields[0] === "Z";
 }
