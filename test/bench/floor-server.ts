@@ -3,13 +3,14 @@
  * under test): a bare node:http server answering "2", a bare @grpc/grpc-js server and a bare
  * Connect-ES (connect-node, h2c) server answering GetSession, a bare node:http2 server answering
  * every call with one fixed GetSession message, and the architecture's own floor: a bare node:http
- * server relaying each request body, as a script, to a bare R loop and answering what R sent back
+ * server relaying each request body, as a script, to a bare R loop of the connection's own and
+ * answering what R sent back, the value's R serialization or, on `/json`, its JSON text
  * (client → Node → R → Node → client with no rock code in between). Prints their ports as one JSON
  * line on stdout; exits on SIGTERM/SIGINT or when stdin closes (the bench process is gone).
  */
 import http from "node:http";
 import http2 from "node:http2";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -24,7 +25,7 @@ export interface FloorPorts {
   readonly connect: number;
   /** Bare node:http2, one fixed GetSession answer whatever the call. */
   readonly h2: number;
-  /** Bare node:http relaying the body to a bare R loop. */
+  /** Bare node:http relaying the body to a bare R loop, one per connection. */
   readonly relay: number;
 }
 
@@ -76,16 +77,30 @@ bareH2.on("stream", (stream) => {
   });
 });
 
-const rLoop = await RLoopFloor.start();
+// One R loop per connection, as the server gives each session its own R process: the relay then
+// serves several clients at once the way the server does (throughput-bench.ts). Loops are started
+// ahead and handed back when a connection closes, as the server keeps spare sessions, so that no
+// client waits for R to start.
+const idleLoops: Promise<RLoopFloor>[] = Array.from({ length: 4 }, () => RLoopFloor.start());
+const rLoops = new WeakMap<object, Promise<RLoopFloor>>();
 const relay = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   const chunks: Buffer[] = [];
   req.on("data", (chunk: Buffer) => chunks.push(chunk));
   req.once("end", () => {
-    rLoop.eval(Buffer.concat(chunks).toString("utf8")).then(
-      (value) => res.writeHead(200, { "content-type": "application/json", "content-length": value.length }).end(value),
-      (error: Error) => res.writeHead(500).end(error.message),
-    );
+    const rLoop = rLoops.get(req.socket);
+    if (!rLoop) return void res.writeHead(500).end("no R loop for this connection");
+    rLoop
+      .then((loop) => loop.eval(Buffer.concat(chunks).toString("utf8"), req.url === "/json" ? "json" : "rds"))
+      .then(
+        (value) => res.writeHead(200, { "content-type": "application/json", "content-length": value.length }).end(value),
+        (error: Error) => res.writeHead(500).end(error.message),
+      );
   });
+});
+relay.on("connection", (socket: Socket) => {
+  const loop = idleLoops.pop() ?? RLoopFloor.start();
+  rLoops.set(socket, loop);
+  socket.once("close", () => idleLoops.push(loop));
 });
 
 const ports: FloorPorts = {

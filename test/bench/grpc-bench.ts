@@ -1,14 +1,15 @@
 /**
  * gRPC against REST on the same server, measured with h2load (nghttp2's C load generator), so that
  * the client's own cost does not hide the server's: the server's CPU per call from /proc/<pid>/stat,
- * and h2load's mean request time, one call in flight. A second server with the unary fast path off
- * shows what Connect-ES's own gRPC handler costs for the same calls.
+ * and h2load's mean request time, one call in flight. Two comparisons: over the same HTTP/2 (h2c),
+ * which is what the server adds to a gRPC call; and each protocol as its clients send it (REST over
+ * HTTP/1.1 as curl, httr and browsers do; gRPC with grpc-js's headers and a deadline), read
+ * against the same two transports answered by bare Node servers. A second server with the unary fast
+ * path off shows what Connect-ES's own gRPC handler costs for the same calls.
  */
-import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { create, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import {
   EvalRequestSchema,
@@ -19,31 +20,40 @@ import {
 import { cpuSeconds } from "../../src/r/confine/processes.js";
 import { basic } from "../support/server.js";
 import { onCleanup } from "./cleanup.js";
+import { startFloors } from "./floor-processes.js";
+import { ensureH2load, h2load, type H2Request } from "./h2load.js";
 import { HttpClient } from "./http-client.js";
 import { RawGrpcClient } from "./raw-grpc-client.js";
 import { ms, section, times, verdict, type Section } from "./report.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
 
-const run = promisify(execFile);
 const USER = "admin";
+/**
+ * What @grpc/grpc-js 1.14 sends besides the call's own headers (captured on the wire), and a deadline
+ * of 30 s, as a client that sets one sends it.
+ */
+const GRPC_JS_HEADERS = {
+  "grpc-accept-encoding": "identity,deflate,gzip",
+  "accept-encoding": "identity",
+  "user-agent": "grpc-node-js/1.14.7",
+  "grpc-timeout": "29999m",
+};
 
 export interface GrpcBenchOptions {
   readonly quick: boolean;
   readonly log: (line: string) => void;
 }
 
-/** One kind of call, over REST and over gRPC. */
+type Way = "rest" | "grpc" | "rest1" | "grpcJs";
+
+/**
+ * One kind of call: REST and gRPC over h2c with the fewest headers each takes, then REST over
+ * HTTP/1.1 and gRPC with the headers grpc-js sends (its user agent, the encodings it accepts) and a
+ * deadline.
+ */
 interface CallPair {
   readonly name: string;
-  readonly rest: H2loadCall;
-  readonly grpc: H2loadCall;
-}
-
-interface H2loadCall {
-  readonly path: string;
-  readonly headers: Record<string, string>;
-  /** A file holding the request body, POSTed when given. */
-  readonly file?: string;
+  readonly calls: Record<Way, H2Request>;
 }
 
 interface Figures {
@@ -64,24 +74,41 @@ export async function runGrpcBench(o: GrpcBenchOptions): Promise<Section[]> {
   const removeDir = onCleanup(() => rm(dir, { recursive: true, force: true }));
   const sections: Section[] = [];
   try {
-    o.log("gRPC vs REST: starting a server with the unary fast path, and one without…");
+    o.log("gRPC vs REST: starting a server with the unary fast path, one without, and the bare floors…");
     const fast = await startServerProcess({ rStart: true });
     const reference = await startServerProcess({ rStart: true, env: { ROCK_UNARY_FAST_PATH: "false" } });
+    const floors = await startFloors();
     try {
       const rounds = o.quick ? 2 : 5;
       const n = o.quick ? 1000 : 4000;
       const s = section("gRPC vs REST, same server, h2load (C client), one call in flight");
-      const rows: { name: string; ours: Record<"rest" | "grpc", Figures>; connect: Figures }[] = [];
+      const rows: { name: string; ours: Record<Way, Figures>; connect: Figures }[] = [];
       for (const server of [fast, reference]) await warm(server);
       const pairsFast = await callPairs(fast, dir, "fast");
       const pairsRef = await callPairs(reference, dir, "ref");
       for (let i = 0; i < pairsFast.length; i++) {
         const p = pairsFast[i]!;
         o.log(`gRPC vs REST: ${p.name}, ${rounds} rounds × ${n} calls each way…`);
-        const ours = await interleaved(fast.pid, { rest: p.rest, grpc: p.grpc }, fast.port, rounds, n);
-        const ref = await interleaved(reference.pid, { grpc: pairsRef[i]!.grpc }, reference.port, rounds, n);
+        const ours = await interleaved(fast.pid, p.calls, rounds, n);
+        const ref = await interleaved(reference.pid, { grpc: pairsRef[i]!.calls.grpc }, rounds, n);
         rows.push({ name: p.name, ours, connect: ref.grpc });
       }
+      o.log("gRPC vs REST: the bare floors, node:http and node:http2…");
+      const bare = await interleaved(
+        floors.pid,
+        {
+          h1: { url: `http://127.0.0.1:${floors.ports.http}/`, headers: {}, h1: true },
+          h2: {
+            url: `http://127.0.0.1:${floors.ports.h2}/rock.r.v1.RService/GetSession`,
+            headers: { "content-type": "application/grpc", te: "trailers" },
+            body: pairsFast[0]!.calls.grpc.body,
+          },
+        },
+        rounds,
+        n,
+      );
+      const floorCpu = bare.h2.cpuUs / bare.h1.cpuUs;
+      const floorLat = bare.h2.meanUs / bare.h1.meanUs;
       for (const r of rows) {
         const cpu = r.ours.grpc.cpuUs / r.ours.rest.cpuUs;
         const lat = r.ours.grpc.meanUs / r.ours.rest.meanUs;
@@ -104,8 +131,33 @@ export async function runGrpcBench(o: GrpcBenchOptions): Promise<Section[]> {
           },
         );
       }
+      for (const r of rows) {
+        const cpu = r.ours.grpcJs.cpuUs / r.ours.rest1.cpuUs;
+        const lat = r.ours.grpcJs.meanUs / r.ours.rest1.meanUs;
+        s.rows.push(
+          {
+            figure: `${r.name}: server CPU per call, gRPC (grpc-js's headers) / REST over HTTP/1.1`,
+            value: `${us(r.ours.grpcJs.cpuUs)} / ${us(r.ours.rest1.cpuUs)} (${times(cpu)})`,
+            reference: `bare node:http2 gRPC / node:http ${us(bare.h2.cpuUs)} / ${us(bare.h1.cpuUs)} (${times(floorCpu)})`,
+            ratio: times(cpu / floorCpu),
+            target: "≤ 1.2× the floors' ratio",
+            verdict: verdict(cpu <= 1.2 * floorCpu),
+          },
+          {
+            figure: `${r.name}: mean latency, gRPC (grpc-js's headers) / REST over HTTP/1.1`,
+            value: `${us(r.ours.grpcJs.meanUs)} / ${us(r.ours.rest1.meanUs)} (${times(lat)})`,
+            reference: `bare node:http2 gRPC / node:http ${us(bare.h2.meanUs)} / ${us(bare.h1.meanUs)} (${times(floorLat)})`,
+            ratio: times(lat / floorLat),
+            target: "≤ 1.2× the floors' ratio",
+            verdict: verdict(lat <= 1.2 * floorLat),
+          },
+        );
+      }
       s.notes.push(
-        `${rounds} rounds of ${n} calls per protocol, REST and gRPC alternating; h2load -c1 -m1 over h2c (REST too); server CPU = utime+stime of the server process (/proc/<pid>/stat) over the calls; latency = h2load's mean time for request, median of the rounds.`,
+        `${rounds} rounds of ${n} calls per way, the ways alternating; h2load -c1 -m1; server CPU = utime+stime of the server process (/proc/<pid>/stat) over the calls; latency = h2load's mean time for request, median of the rounds.`,
+      );
+      s.notes.push(
+        "Same HTTP/2 rows: REST and gRPC both over h2c, with the fewest headers each takes. As clients send them: REST over HTTP/1.1 (curl, httr, browsers), gRPC with grpc-js's user agent and grpc-accept-encoding, and a grpc-timeout (a client's 30 s deadline); the floors are test/bench/floor-server.ts's bare node:http answering a fixed body and bare node:http2 answering a fixed GetSession message with its trailers, in a process of their own.",
       );
       s.notes.push(
         "Reference column: the same gRPC call on a second server with ROCK_UNARY_FAST_PATH=false (Connect-ES's own gRPC handler).",
@@ -114,32 +166,12 @@ export async function runGrpcBench(o: GrpcBenchOptions): Promise<Section[]> {
     } finally {
       await fast.stop();
       await reference.stop();
+      await floors.stop();
     }
   } finally {
     await removeDir();
   }
   return sections;
-}
-
-/** Installs Debian's nghttp2-client when h2load is missing and this process may; else says why not. */
-async function ensureH2load(): Promise<string | undefined> {
-  if (await has("h2load")) return undefined;
-  if (process.getuid?.() !== 0) return "h2load is missing (Debian package nghttp2-client) and this is not root to install it";
-  try {
-    await run("apt-get", ["install", "-y", "-q", "nghttp2-client"], { env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
-  } catch (e) {
-    return `h2load is missing and apt-get install nghttp2-client failed: ${(e as Error).message.split("\n")[0]}`;
-  }
-  return (await has("h2load")) ? undefined : "h2load is still missing after installing nghttp2-client";
-}
-
-async function has(command: string): Promise<boolean> {
-  try {
-    await run("sh", ["-c", `command -v ${command}`]);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** A session, and its first calls (R's byte-compiler and the server's caches warm). */
@@ -184,28 +216,31 @@ async function callPairs(server: ServerProcess, dir: string, tag: string): Promi
   } finally {
     raw.close();
   }
+  const base = `http://127.0.0.1:${server.port}`;
+  const ways = (rest: Omit<H2Request, "url"> & { path: string }, grpc: { path: string; body: string }): Record<Way, H2Request> => ({
+    rest: { ...rest, url: base + rest.path },
+    rest1: { ...rest, url: base + rest.path, h1: true },
+    grpc: { url: base + grpc.path, headers: grpcHeaders, body: grpc.body },
+    grpcJs: { url: base + grpc.path, headers: { ...grpcHeaders, ...GRPC_JS_HEADERS }, body: grpc.body },
+  });
   return [
     {
       name: "GetSession (no R)",
-      rest: { path: `/r/session/${id}`, headers: { authorization: auth } },
-      grpc: {
-        path: "/rock.r.v1.RService/GetSession",
-        headers: grpcHeaders,
-        file: await bodyFile("get-grpc", enveloped(GetSessionRequestSchema, getSession)),
-      },
+      calls: ways(
+        { path: `/r/session/${id}`, headers: { authorization: auth } },
+        { path: "/rock.r.v1.RService/GetSession", body: await bodyFile("get-grpc", enveloped(GetSessionRequestSchema, getSession)) },
+      ),
     },
     {
       name: "Eval `1+1` as JSON",
-      rest: {
-        path: `/r/session/${id}/_eval`,
-        headers: { authorization: auth, "content-type": "application/x-rscript", accept: "application/json" },
-        file: await bodyFile("eval-rest", Buffer.from("1+1")),
-      },
-      grpc: {
-        path: "/rock.r.v1.RService/Eval",
-        headers: grpcHeaders,
-        file: await bodyFile("eval-grpc", enveloped(EvalRequestSchema, eval11)),
-      },
+      calls: ways(
+        {
+          path: `/r/session/${id}/_eval`,
+          headers: { authorization: auth, "content-type": "application/x-rscript", accept: "application/json" },
+          body: await bodyFile("eval-rest", Buffer.from("1+1")),
+        },
+        { path: "/rock.r.v1.RService/Eval", body: await bodyFile("eval-grpc", enveloped(EvalRequestSchema, eval11)) },
+      ),
     },
   ];
 }
@@ -219,21 +254,15 @@ function enveloped<D extends DescMessage>(schema: D, m: MessageShape<D>): Buffer
 }
 
 /** Rounds of each call in turn; CPU summed over all rounds, latency the median of the rounds' means. */
-async function interleaved<K extends string>(
-  pid: number,
-  calls: Record<K, H2loadCall>,
-  port: number,
-  rounds: number,
-  n: number,
-): Promise<Record<K, Figures>> {
+async function interleaved<K extends string>(pid: number, calls: Record<K, H2Request>, rounds: number, n: number): Promise<Record<K, Figures>> {
   const keys = Object.keys(calls) as K[];
   const cpu = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
   const means = Object.fromEntries(keys.map((k) => [k, [] as number[]])) as Record<K, number[]>;
-  for (const k of keys) await h2load(calls[k], port, Math.min(500, n)); // warm-up
+  for (const k of keys) await h2load(calls[k], Math.min(500, n)); // warm-up
   for (let r = 0; r < rounds; r++) {
     for (const k of keys) {
       const before = await serverCpu(pid);
-      means[k].push(await h2load(calls[k], port, n));
+      means[k].push((await h2load(calls[k], n)).meanUs);
       cpu[k] += (await serverCpu(pid)) - before;
     }
   }
@@ -243,29 +272,6 @@ async function interleaved<K extends string>(
     out[k] = { cpuUs: (cpu[k] / (rounds * n)) * 1e6, meanUs: sorted[Math.floor(sorted.length / 2)]! };
   }
   return out;
-}
-
-/** Runs h2load; the mean time per request in µs. Fails unless every request got a 2xx. */
-async function h2load(c: H2loadCall, port: number, n: number): Promise<number> {
-  const args = ["-n", String(n), "-c", "1", "-m", "1"];
-  for (const [k, v] of Object.entries(c.headers)) args.push("-H", `${k}: ${v}`);
-  if (c.file) args.push("-d", c.file);
-  args.push(`http://127.0.0.1:${port}${c.path}`);
-  const { stdout } = await run("h2load", args, { maxBuffer: 1 << 20 });
-  const done = /requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded/.exec(stdout);
-  const codes = /status codes: (\d+) 2xx/.exec(stdout);
-  if (!done || !codes || Number(done[2]) !== n || Number(codes[1]) !== n)
-    throw new Error(`h2load ${c.path}: not every request succeeded:\n${stdout}`);
-  const t = /time for request:\s+(\S+)\s+(\S+)\s+(\S+)/.exec(stdout);
-  if (!t) throw new Error(`h2load ${c.path}: no request times in:\n${stdout}`);
-  return toMicros(t[3]!);
-}
-
-function toMicros(v: string): number {
-  const m = /^([\d.]+)(us|ms|s)$/.exec(v);
-  if (!m) throw new Error(`unreadable h2load time ${v}`);
-  const x = Number(m[1]);
-  return m[2] === "us" ? x : m[2] === "ms" ? x * 1000 : x * 1e6;
 }
 
 async function serverCpu(pid: number): Promise<number> {

@@ -15,6 +15,7 @@ import { promisify } from "node:util";
 import { basic } from "../support/server.js";
 import { onCleanup } from "./cleanup.js";
 import { benchRLibrary, ensureCran, ensureDebian, hasCommand } from "./debian.js";
+import { ensureH2load, h2load, h2loadAll, type H2Request } from "./h2load.js";
 import { HttpClient } from "./http-client.js";
 import { RawHttpClient } from "./raw-http-client.js";
 import { ms, perSecond, section, times, type Row, type Section } from "./report.js";
@@ -57,7 +58,7 @@ export async function runPeersBench(o: PeersBenchOptions): Promise<Section[]> {
   const rounds = 3;
   const scale = o.quick ? 0.25 : 1;
   const count = (n: number) => Math.max(2, Math.round(n * scale));
-  const h2 = await ensureDebian("h2load", ["nghttp2-client"], () => hasCommand("h2load"));
+  const h2 = await ensureH2load();
   if (h2) {
     s.notes.push(`skipped: ${h2}`);
     return [s];
@@ -228,39 +229,9 @@ class BodyFiles {
   }
 }
 
-interface H2Request {
-  readonly url: string;
-  readonly headers: Readonly<Record<string, string>>;
-  /** A file holding the body, POSTed when given. */
-  readonly body?: string;
-  /** A new connection per request (Connection: close). */
-  readonly close?: boolean;
-}
-
-/** `clients` h2load processes at once, each -c1 with its own request; wall seconds of the slowest. */
-async function h2load(requests: readonly H2Request[], n: number): Promise<number> {
-  const one = async (q: H2Request): Promise<number> => {
-    const args = ["--h1", "-n", String(n), "-c", "1", "-m", "1"];
-    for (const [k, v] of Object.entries(q.headers)) args.push("-H", `${k}: ${v}`);
-    if (q.close) args.push("-H", "connection: close");
-    if (q.body) args.push("-d", q.body);
-    args.push(q.url);
-    const { stdout } = await run("h2load", args, { maxBuffer: 1 << 20, timeout: 10 * 60_000 });
-    const done = /requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded/.exec(stdout);
-    const codes = /status codes: (\d+) 2xx/.exec(stdout);
-    if (!done || !codes || Number(done[2]) !== n || Number(codes[1]) !== n)
-      throw new Error(`h2load ${q.url}: not every request succeeded:\n${stdout}`);
-    const t = /finished in ([\d.]+)(us|ms|s),/.exec(stdout);
-    if (!t) throw new Error(`h2load ${q.url}: no time in:\n${stdout}`);
-    const x = Number(t[1]);
-    return t[2] === "s" ? x : t[2] === "ms" ? x / 1000 : x / 1e6;
-  };
-  return Math.max(...(await Promise.all(requests.map(one))));
-}
-
 /** Seconds per request of `n` requests from 1 client; requests per second from `clients` at once. */
-const perCall = async (q: H2Request, n: number) => (await h2load([q], n)) / n;
-const rate = async (qs: readonly H2Request[], n: number) => (qs.length * n) / (await h2load(qs, n));
+const perCall = async (q: H2Request, n: number) => (await h2load(q, n)).seconds / n;
+const rate = async (qs: readonly H2Request[], n: number) => (qs.length * n) / (await h2loadAll(qs, n));
 
 /** Seconds per run of `work`, over `n` runs one after the other. */
 async function sequential(n: number, work: () => Promise<unknown>): Promise<number> {
@@ -327,6 +298,7 @@ async function rockPeer(files: BodyFiles, count: (n: number) => number): Promise
     const evalOn = async (id: string, script: string): Promise<H2Request> => ({
       url: `${base}/r/session/${id}/_eval`,
       headers,
+      h1: true,
       body: await files.of(script),
     });
     const one = await evalOn(ids[0]!, "1+1");

@@ -1,16 +1,10 @@
 /**
- * The R service against Rserve, each in its own process and both measured from this Node process:
- * session creation, eval round-trips (JSON and R serialization, over REST, gRPC and Connect),
- * concurrency, a large JSON answer, and 1 GB file transfers against `cp`.
+ * The R service against Rserve and against the design's own floor (a bare node:http relay to a bare
+ * R loop), each in its own process and measured from this Node process: session creation, eval
+ * round-trips (JSON and R serialization, over REST, gRPC and Connect, rockr's own request among
+ * them) and a large JSON answer. Throughput with several clients is throughput-bench.ts, file
+ * transfers transfers-bench.ts.
  */
-import { spawn } from "node:child_process";
-import { createReadStream, createWriteStream } from "node:fs";
-import { mkdtemp, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
-import { randomBytes } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
 import { create as createMessage } from "@bufbuild/protobuf";
 import {
@@ -24,15 +18,15 @@ import * as grpc from "@grpc/grpc-js";
 import { RServiceClient, type EvalRequest, type EvalResponse } from "../../gen/grpc-js/rock/r/v1/rservice.js";
 import { call, connectClient, grpcClients, metadataFor } from "../support/clients.js";
 import { onCleanup } from "./cleanup.js";
-import type { FloorPorts } from "./floor-server.js";
-import { ROOT, startServerProcess, type ServerProcess } from "./server-process.js";
+import { startFloors } from "./floor-processes.js";
+import { startServerProcess, type ServerProcess } from "./server-process.js";
 import { HttpClient } from "./http-client.js";
 import { RawGrpcClient } from "./raw-grpc-client.js";
 import { RawHttpClient } from "./raw-http-client.js";
 import { RLoopFloor } from "./r-loop-floor.js";
 import { QapClient, RserveProcess } from "./rserve-client.js";
-import { mbps, mib, ms, percent, perSecond, section, times, verdict, type Section } from "./report.js";
-import { concurrentRate, PeakSampler, sample, sampleInterleaved, summarize, type Summary } from "./stats.js";
+import { mib, ms, percent, section, times, verdict, type Section } from "./report.js";
+import { sample, sampleInterleaved, summarize, type Summary } from "./stats.js";
 
 export interface RBenchOptions {
   readonly quick: boolean;
@@ -43,6 +37,20 @@ const JSON_1 = "jsonlite::toJSON(1+1, auto_unbox=TRUE, null='null', na='null', d
 const RDS_1 = "serialize(1+1, NULL)";
 const RSCRIPT = "application/x-rscript";
 const OCTET = "application/octet-stream";
+/**
+ * What rockr 2.x (httr over libcurl) sends for `rockr.eval(conn, quote(1+1))`, captured on the wire:
+ * the deparsed script, `?async=FALSE`, a list in Accept and libcurl's Accept-Encoding.
+ */
+const ROCKR_EVAL = {
+  query: "?async=FALSE",
+  body: "1 + 1",
+  headers: {
+    "User-Agent": "libcurl/7.88.1 r-curl/5.0.0 httr/1.4.5",
+    "Accept-Encoding": "deflate, gzip, br, zstd",
+    "Content-Type": RSCRIPT,
+    Accept: "application/octet-stream, application/json",
+  },
+} as const;
 const USER = "admin";
 
 const ratio = (ours: number, ref: number) => times(ours / ref);
@@ -92,8 +100,17 @@ class Ours {
   }
 
   /** Eval over REST with the minimal HTTP/1.1 client. */
-  async rawRestEval(id: string, script: string, accept: string): Promise<Buffer> {
-    const a = await this.raw.request("POST", `/r/session/${id}/_eval`, { "Content-Type": RSCRIPT, Accept: accept }, script);
+  rawRestEval(id: string, script: string, accept: string): Promise<Buffer> {
+    return this.rawRequest(`/r/session/${id}/_eval`, { "Content-Type": RSCRIPT, Accept: accept }, script);
+  }
+
+  /** rockr's own eval request, byte for byte but for the session and the credentials. */
+  rockrEval(id: string): Promise<Buffer> {
+    return this.rawRequest(`/r/session/${id}/_eval${ROCKR_EVAL.query}`, ROCKR_EVAL.headers, ROCKR_EVAL.body);
+  }
+
+  private async rawRequest(path: string, headers: Record<string, string>, body: string): Promise<Buffer> {
+    const a = await this.raw.request("POST", path, headers, body);
     if (a.status !== 200) throw new Error(`eval answered ${a.status}: ${a.body.toString("utf8", 0, 300)}`);
     return a.body;
   }
@@ -292,6 +309,7 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     if (rdsRest.length < 30 || !rdsRserve.includes(rdsRest.subarray(0, 14)))
       throw new Error("REST R serialization does not look like serialize(1+1)");
     if (!Buffer.from(await ours.rawGrpcEval(id, "1+1", OCTET)).equals(rdsRest)) throw new Error("gRPC R serialization differs from REST's");
+    if (!(await ours.rockrEval(id)).equals(rdsRest)) throw new Error("rockr's request is answered otherwise than REST's serialize(1+1)");
 
     const measure = (work: () => Promise<unknown>) => sample(iterations, warmup, work).then(summarize);
     const floors = await startFloors();
@@ -323,7 +341,7 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
       throw error;
     }
     const relayFloor = await RawHttpClient.connect(floors.ports.relay, USER);
-    expectText((await relayFloor.request("POST", "/", { "Content-Type": RSCRIPT }, JSON_1)).body, "2", "the relay floor's JSON");
+    expectText((await relayFloor.request("POST", "/json", { "Content-Type": RSCRIPT }, "1+1")).body, "2", "the relay floor's JSON");
     const rLoop = await RLoopFloor.start();
     if (!(await rLoop.eval("1+1")).equals(rdsRest)) throw new Error("the bare R loop's serialize(1+1) differs from the engine's");
     const getSession = createMessage(GetSessionRequestSchema, { id });
@@ -338,9 +356,11 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
         rsJson: () => qap.eval(JSON_1),
         rsRds: () => qap.eval(RDS_1),
         rLoop: () => rLoop.eval("1+1"),
-        relayJson: () => relayFloor.request("POST", "/", { "Content-Type": RSCRIPT }, JSON_1),
+        relayJson: () => relayFloor.request("POST", "/json", { "Content-Type": RSCRIPT }, "1+1"),
         relayRds: () => relayFloor.request("POST", "/", { "Content-Type": RSCRIPT }, "1+1"),
         rawRestJson: () => ours.rawRestEval(id, "1+1", "application/json"),
+        rawRestRds: () => ours.rawRestEval(id, "1+1", OCTET),
+        rockrRds: () => ours.rockrEval(id),
         restJson: () => ours.restEval(id, "1+1", "application/json"),
         grpcJson: () => ours.grpcEval(id, "1+1", "application/json"),
         connectGrpcJson: () => ours.connectGrpcEval(id, "1+1", "application/json"),
@@ -368,6 +388,8 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
       rsJson,
       rsRds,
       rawRestJson,
+      rawRestRds,
+      rockrRds,
       restJson,
       grpcJson,
       connectGrpcJson,
@@ -385,26 +407,29 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
         value: ms(x.p50),
         reference: `${refName} ${ms(ref.p50)}`,
         ratio: ratio(x.p50, ref.p50),
-        ...(factor ? { target: `≤ ${factor}× Rserve`, verdict: verdict(x.p50 <= factor * ref.p50) } : {}),
+        ...(factor ? { target: `≤ ${factor}× floor`, verdict: verdict(x.p50 <= factor * ref.p50) } : {}),
       });
       e.rows.push({ figure: `${figure} p95`, value: ms(x.p95), reference: `${refName} ${ms(ref.p95)}`, ratio: ratio(x.p95, ref.p95) });
     };
-    // The targets are on the minimal clients, the counterparts of the minimal QAP1 client; the
-    // library clients are measured beside them.
-    row("JSON REST (minimal HTTP/1.1 client)", rawRestJson, rsJson, "Rserve toJSON", 1.3);
+    // The targets read the design's own floor (client → Node → R → Node → client with no rock code:
+    // a bare node:http relay to a bare R loop) with the same minimal client on both sides.
+    row("JSON REST (minimal HTTP/1.1 client)", rawRestJson, relayJson, "floor toJSON", 1.2);
+    row("RDS REST (minimal HTTP/1.1 client)", rawRestRds, relayRds, "floor serialize", 1.2);
+    row("RDS REST, rockr's own request (minimal client)", rockrRds, relayRds, "floor serialize", 1.2);
+    row("JSON REST (minimal client) against Rserve", rawRestJson, rsJson, "Rserve toJSON");
+    row("RDS REST (minimal client) against Rserve", rawRestRds, rsRds, "Rserve serialize");
     row("JSON REST (node:http client)", restJson, rsJson, "Rserve toJSON");
     row("JSON gRPC (grpc-js)", grpcJson, rsJson, "Rserve toJSON");
     row("JSON gRPC (Connect-ES)", connectGrpcJson, rsJson, "Rserve toJSON");
     row("JSON Connect", connectJson, rsJson, "Rserve toJSON");
     row("RDS REST (node:http client)", restRds, rsRds, "Rserve serialize");
-    row("RDS gRPC (minimal node:http2 client)", rawGrpcRds, rsRds, "Rserve serialize", 2);
+    row("RDS gRPC (minimal node:http2 client)", rawGrpcRds, rsRds, "Rserve serialize");
     row("RDS gRPC (grpc-js)", grpcRds, rsRds, "Rserve serialize");
     row("RDS gRPC (Connect-ES)", connectGrpcRds, rsRds, "Rserve serialize");
     const floor = (figure: string, x: Summary, what: string) =>
       e.rows.push({ figure: `${figure} p50 / p95`, value: `${ms(x.p50)} / ${ms(x.p95)}`, reference: what });
     floor("Rserve plain 1+1", rsPlain, "(QAP1 floor)");
     floor("floor: bare R socket loop, serialize(1+1)", rLoopTime, "(R's socket layer, no protocol)");
-    // The design's own floor (R behind Node): what the JSON and RDS targets can be read against.
     e.rows.push({
       figure: "floor: bare node:http → bare R loop, toJSON(1+1), minimal client p50",
       value: ms(relayJson.p50),
@@ -434,136 +459,16 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     );
     e.notes.push(`Rserve JSON = ${JSON_1}; Rserve RDS = ${RDS_1}.`);
     e.notes.push(
-      `The design puts R behind Node (client → Node → R → Node → client): with no rock code at all, a bare node:http server relaying to a bare R loop answers at ${ratio(relayJson.p50, rsJson.p50)} Rserve's JSON eval and ${ratio(relayRds.p50, rsRds.p50)} its serialized eval; rock's REST JSON eval is ${ratio(rawRestJson.p50, relayJson.p50)} that floor.`,
+      `The design puts R behind Node (client → Node → R → Node → client): with no rock code at all, a bare node:http server relaying to a bare R loop answers at ${ratio(relayJson.p50, rsJson.p50)} Rserve's JSON eval and ${ratio(relayRds.p50, rsRds.p50)} its serialized eval; rock's REST eval is ${ratio(rawRestJson.p50, relayJson.p50)} that floor as JSON, ${ratio(rawRestRds.p50, relayRds.p50)} as R serialization.`,
+    );
+    e.notes.push(
+      `rockr's own request: POST /r/session/{id}/_eval${ROCKR_EVAL.query}, body ${JSON.stringify(ROCKR_EVAL.body)}, ${Object.entries(
+        ROCKR_EVAL.headers,
+      )
+        .map(([k, v]) => `${k}: ${v}`)
+        .join("; ")} (as rockr.eval(conn, quote(1+1)) sends it).`,
     );
     sections.push(e);
-
-    // ---- concurrency ----
-    o.log("R: 4 concurrent sessions…");
-    const perLane = o.quick ? 200 : 1000;
-    const lanes = 4;
-    const t = section(`R throughput: eval 1+1 as JSON over REST, ${lanes} sessions concurrently vs 1`);
-    const clients = Array.from({ length: lanes }, () => new HttpClient(server.port, USER));
-    const raws: RawHttpClient[] = [];
-    try {
-      for (let l = 0; l < lanes; l++) raws.push(await RawHttpClient.connect(server.port, USER));
-      const ids = await Promise.all(clients.map((c) => ours.createSession(c)));
-      for (let l = 0; l < lanes; l++) qaps.push(await QapClient.connect(port));
-      const rawEval = async (l: number) => {
-        const a = await raws[l]!.request(
-          "POST",
-          `/r/session/${ids[l]}/_eval`,
-          { "Content-Type": RSCRIPT, Accept: "application/json" },
-          "1+1",
-        );
-        if (a.status !== 200) throw new Error(`eval answered ${a.status}`);
-      };
-      const kinds = {
-        raw: rawEval,
-        http: (l: number) => ours.restEval(ids[l]!, "1+1", "application/json", clients[l]!),
-        rserve: (l: number) => qaps[1 + l]!.eval(JSON_1),
-      };
-      // The spares these sessions took are forked again before anything is measured.
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      for (const work of Object.values(kinds)) for (let l = 0; l < lanes; l++) for (let i = 0; i < 20; i++) await work(l);
-      // CPU (user + system, from /proc) of the server process, of the R processes of its sessions and
-      // of this process (the clients): where the time goes, and whether a process saturates a core.
-      const { processes } = await import("../support/procfs.js");
-      const { cpuSeconds } = await import("../../src/r/confine/processes.js");
-      const rServer = processes().find((p) => p.ppid === server.pid && p.pgrp === p.pid);
-      const rPids = processes()
-        .filter((p) => rServer !== undefined && p.pgrp === rServer.pid)
-        .map((p) => p.pid);
-      const cpuOf = async (pids: number[]) => (await Promise.all(pids.map(cpuSeconds))).reduce<number>((a, b) => a + (b ?? 0), 0);
-      interface Tally {
-        evals: number;
-        ms: number;
-        server: number;
-        r: number;
-        client: number;
-      }
-      const tally = (): Tally => ({ evals: 0, ms: 0, server: 0, r: 0, client: 0 });
-      const add = (into: Tally, x: Tally) => {
-        for (const k of ["evals", "ms", "server", "r", "client"] as const) into[k] += x[k];
-      };
-      const rate = (x: Tally) => (x.evals / x.ms) * 1000;
-      const run = async (into: Tally, n: number, per: number, work: (lane: number) => Promise<unknown>) => {
-        const [server0, r0, client0] = [await cpuOf([server.pid]), await cpuOf(rPids), process.cpuUsage()];
-        const start = performance.now();
-        await concurrentRate(n, per, work);
-        into.ms += performance.now() - start;
-        into.evals += n * per;
-        into.server += (await cpuOf([server.pid])) - server0;
-        into.r += (await cpuOf(rPids)) - r0;
-        const client = process.cpuUsage(client0);
-        into.client += (client.user + client.system) / 1e6;
-      };
-      // Interleaved rounds, 1 lane then 4 lanes of each client in turn: a slow minute of this VM
-      // weighs on every figure alike instead of on whichever block it falls in.
-      const rounds = 10;
-      const one = { raw: tally(), http: tally(), rserve: tally() };
-      const four = { raw: tally(), http: tally(), rserve: tally() };
-      const paired = { raw: [] as number[], http: [] as number[], rserve: [] as number[] };
-      for (let r = 0; r < rounds; r++) {
-        for (const kind of ["raw", "http", "rserve"] as const) {
-          const [a, b] = [tally(), tally()];
-          await run(a, 1, (perLane * 2) / rounds, kinds[kind]);
-          await run(b, lanes, perLane / rounds, kinds[kind]);
-          paired[kind].push(rate(b) / rate(a));
-          add(one[kind], a);
-          add(four[kind], b);
-        }
-      }
-      const share = (seconds: number, x: Tally) => `${((seconds / (x.ms / 1000)) * 100).toFixed(0)}%`;
-      const cores = (x: Tally) => `server ${share(x.server, x)}, R ${share(x.r, x)}, clients ${share(x.client, x)}`;
-      // Each round's 4 lanes against the 1 lane just before them: the median of these pairs is what a
-      // burst of load from elsewhere on the machine, landing on one side of one pair, does not move.
-      const scaling = (kind: "raw" | "http" | "rserve") => summarize(paired[kind]).p50;
-      const spread = (kind: "raw" | "http" | "rserve") =>
-        `${times(rate(four[kind]) / rate(one[kind]))} pooled, ${times(Math.min(...paired[kind]))}–${times(Math.max(...paired[kind]))} by round`;
-      t.rows.push(
-        {
-          figure: "1 session (minimal client)",
-          value: perSecond(rate(one.raw)),
-          reference: `Rserve 1 conn ${perSecond(rate(one.rserve))}`,
-          ratio: ratio(rate(one.raw), rate(one.rserve)),
-        },
-        {
-          figure: `${lanes} sessions (minimal client)`,
-          value: perSecond(rate(four.raw)),
-          reference: `Rserve ${lanes} conns ${perSecond(rate(four.rserve))}`,
-          ratio: ratio(rate(four.raw), rate(four.rserve)),
-        },
-        {
-          figure: `scaling ${lanes} vs 1 (minimal client), median of ${rounds} rounds`,
-          value: times(scaling("raw")),
-          reference: `Rserve ${times(scaling("rserve"))}`,
-          target: "≥ 1.8×",
-          verdict: verdict(scaling("raw") >= 1.8),
-        },
-        { figure: `scaling ${lanes} vs 1 (minimal client), spread`, value: spread("raw"), reference: `Rserve ${spread("rserve")}` },
-        { figure: `1 / ${lanes} sessions (node:http client)`, value: `${perSecond(rate(one.http))} / ${perSecond(rate(four.http))}` },
-        {
-          figure: `scaling ${lanes} vs 1 (node:http client), median`,
-          value: times(scaling("http")),
-          reference: `Rserve ${times(scaling("rserve"))}`,
-        },
-        { figure: "CPU, 1 session (minimal client)", value: cores(one.raw), reference: "of one core" },
-        { figure: `CPU, ${lanes} sessions (minimal client)`, value: cores(four.raw), reference: "of one core" },
-        { figure: `CPU, ${lanes} sessions (node:http client)`, value: cores(four.http), reference: "of one core" },
-      );
-      t.notes.push(
-        `${lanes} lanes × ${perLane} evals, each lane its own session and keep-alive socket (1 lane: ${perLane * 2}), in ${rounds} rounds interleaving 1 and ${lanes} lanes of each client; ${(await import("node:os")).cpus().length} CPU cores.`,
-      );
-      t.notes.push(
-        "The server runs in its own process, the clients (minimal HTTP/1.1 client, node:http, QAP1) in this one. CPU is user + system time from /proc over the measured time: the server process, the R processes of its sessions, and this process.",
-      );
-      for (const sid of ids) await ours.deleteSession(sid);
-    } finally {
-      for (const c of clients) c.close();
-      for (const c of raws) c.close();
-    }
-    sections.push(t);
 
     // ---- large JSON ----
     o.log("R: 100,000-row data.frame as JSON…");
@@ -612,8 +517,6 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     );
     sections.push(d);
 
-    // ---- files ----
-    sections.push(await fileBench(o, ours, id));
     await ours.deleteSession(id);
   } finally {
     for (const q of qaps) await q.close().catch(() => {});
@@ -622,231 +525,4 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
     await stopServer();
   }
   return sections;
-}
-
-async function fileBench(o: RBenchOptions, ours: Ours, id: string): Promise<Section> {
-  const bytes = (o.quick ? 100 : 1024) * 1024 * 1024;
-  const rounds = o.quick ? 1 : 3;
-  o.log(`R: files, ${mib(bytes)} upload/download vs cp and a bare node:http server (${rounds} rounds)…`);
-  const dir = await mkdtemp(join(tmpdir(), "rock-bench-files-"));
-  const removeDir = onCleanup(() => rm(dir, { recursive: true, force: true }));
-  const http = new HttpClient(ours.server.port, USER);
-  const floor = await startFileFloor(dir);
-  const floorHttp = new HttpClient(floor.port, USER);
-  try {
-    const src = join(dir, "big.bin");
-    const block = randomBytes(1024 * 1024);
-    await pipeline(
-      Readable.from(
-        (function* () {
-          for (let n = 0; n < bytes; n += block.length) yield block;
-        })(),
-      ),
-      createWriteStream(src),
-    );
-    const MB = bytes / 1e6;
-    const rateOf = async (work: () => Promise<unknown>) => {
-      const t = performance.now();
-      await work();
-      return MB / ((performance.now() - t) / 1000);
-    };
-
-    const boundary = `----rockbench${randomBytes(8).toString("hex")}`;
-    const head = Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
-    );
-    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-    const upload = async (client: HttpClient, path: string) => {
-      const body = Readable.from(
-        (async function* () {
-          yield head;
-          yield* createReadStream(src, { highWaterMark: 1024 * 1024 });
-          yield tail;
-        })(),
-      );
-      return client.ok("POST", path, {
-        headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": head.length + bytes + tail.length },
-        body,
-      });
-    };
-    const dst = join(dir, "download.bin");
-    // Written as cp writes, in large blocks: a 16 KiB write buffer (the default) would make every
-    // 64 KiB network chunk wait for its own write, and measure the client.
-    const download = async (client: HttpClient, path: string) => {
-      const res = await client.open("GET", path);
-      if (res.statusCode !== 200) throw new Error(`download answered ${res.statusCode}`);
-      await pipeline(res, createWriteStream(dst, { highWaterMark: 4 * 1024 * 1024 }));
-      const got = (await stat(dst)).size;
-      if (got !== bytes) throw new Error(`downloaded ${got} bytes, expected ${bytes}`);
-      await rm(dst);
-    };
-
-    const rss = () => ours.server.rss();
-    const baseline = rss();
-    /** Rate of `work` and the growth of the server's RSS during it (peak - just before). */
-    const watched = async (work: () => Promise<unknown>) => {
-      const before = rss();
-      const sampler = new PeakSampler(rss, 50);
-      const rate = await rateOf(work);
-      return { rate, growth: sampler.stop() - before };
-    };
-    const cp: number[] = [],
-      up: number[] = [],
-      down: number[] = [],
-      floorUp: number[] = [],
-      floorDown: number[] = [];
-    let upGrowth = 0,
-      downGrowth = 0;
-    for (let r = 0; r < rounds; r++) {
-      cp.push(await rateOf(() => run("cp", [src, join(dir, "copy.bin")])));
-      await rm(join(dir, "copy.bin"));
-      floorUp.push(await rateOf(() => upload(floorHttp, "/")));
-      await rm(join(dir, "floor-upload.bin"));
-      const u = await watched(async () => {
-        const a = await upload(http, `/r/session/${id}/_upload?path=big.bin`);
-        const size = Number((JSON.parse(a.body.toString("utf8")) as { size: number | string }).size);
-        if (size !== bytes) throw new Error(`upload stored ${size} bytes, expected ${bytes}`);
-      });
-      up.push(u.rate);
-      upGrowth = Math.max(upGrowth, u.growth);
-      floorDown.push(await rateOf(() => download(floorHttp, "/?path=big.bin")));
-      const d = await watched(() => download(http, `/r/session/${id}/_download?path=big.bin`));
-      down.push(d.rate);
-      downGrowth = Math.max(downGrowth, d.growth);
-      // The next round uploads to a free name again, as the bare server does.
-      await ours.restEval(id, 'unlink("big.bin"); NULL', "application/json");
-    }
-    const median = (xs: number[]) => summarize(xs).p50;
-    const [cpRate, upRate, downRate] = [median(cp), median(up), median(down)];
-    const refs = (bare: number[]) => `cp ${mbps(cpRate)}; bare node:http ${mbps(median(bare))} (${times(median(bare) / cpRate)})`;
-
-    const f = section(`R files: ${mib(bytes)} multipart upload / streamed download over REST vs cp`);
-    const limit = 64 * 1024 * 1024;
-    f.rows.push(
-      {
-        figure: "upload",
-        value: mbps(upRate),
-        reference: refs(floorUp),
-        ratio: ratio(upRate, cpRate),
-        target: "≥ 0.8× cp",
-        verdict: verdict(upRate >= 0.8 * cpRate),
-      },
-      {
-        figure: "download",
-        value: mbps(downRate),
-        reference: refs(floorDown),
-        ratio: ratio(downRate, cpRate),
-        target: "≥ 0.8× cp",
-        verdict: verdict(downRate >= 0.8 * cpRate),
-      },
-      { figure: "RSS baseline", value: mib(baseline) },
-      { figure: "RSS growth, upload (largest)", value: `+${mib(upGrowth)}`, target: `< ${mib(limit)}`, verdict: verdict(upGrowth < limit) },
-      {
-        figure: "RSS growth, download (largest)",
-        value: `+${mib(downGrowth)}`,
-        target: `< ${mib(limit)}`,
-        verdict: verdict(downGrowth < limit),
-      },
-    );
-    f.notes.push(
-      `Medians of ${rounds} rounds; each round runs cp, then the bare server's upload and the server's, then both downloads. MB = 10^6 bytes; the source file is in the page cache for cp and for the uploads; every transfer writes a new file, as cp does.`,
-    );
-    f.notes.push(
-      "bare node:http = test/bench/file-floor-server.ts in its own process: busboy to a file, and 1 MiB reads to the socket, with no auth, checks, staging or uid: what node:http itself costs here.",
-    );
-    f.notes.push(
-      "RSS = VmRSS of the server process (/proc/<pid>/status, every 50 ms), R sessions not included; growth = peak during a transfer - just before it.",
-    );
-    return f;
-  } finally {
-    http.close();
-    floorHttp.close();
-    await floor.stop();
-    await removeDir();
-  }
-}
-
-/** The bare file server (file-floor-server.ts) in a process of its own, serving `dir`. */
-export async function startFileFloor(dir: string): Promise<{ port: number; url: string; pid: number; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "test/bench/file-floor-server.ts", dir], {
-    cwd: ROOT,
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  child.stdin?.on("error", () => undefined);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const stop = onCleanup(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-    await exited;
-  });
-  try {
-    const port = await new Promise<number>((resolve, reject) => {
-      let out = "";
-      child.stdout?.setEncoding("utf8");
-      child.stdout?.on("data", (t: string) => {
-        out += t;
-        if (out.includes("\n")) resolve(Number(out.trim()));
-      });
-      child.once("exit", (code) => reject(new Error(`the bare file server exited (${code})`)));
-    });
-    return { port, url: `http://127.0.0.1:${port}`, pid: child.pid!, stop };
-  } catch (e) {
-    await stop();
-    throw e;
-  }
-}
-
-/** The bare floor servers (floor-server.ts) in a process of their own. */
-async function startFloors(): Promise<{ ports: FloorPorts; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "test/bench/floor-server.ts"], {
-    cwd: ROOT,
-    detached: true,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  child.stdin?.on("error", () => undefined);
-  let log = "";
-  child.stderr?.setEncoding("utf8");
-  child.stderr?.on("data", (t: string) => (log = (log + t).slice(-4000)));
-  const onExit = () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  };
-  process.once("exit", onExit);
-  const stop = onCleanup(async () => {
-    process.off("exit", onExit);
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((r) => child.once("exit", () => r()));
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-    await exited;
-    clearTimeout(timer);
-  });
-  try {
-    const ports = await new Promise<FloorPorts>((resolve, reject) => {
-      let out = "";
-      const timer = setTimeout(() => reject(new Error(`floor servers did not start: ${log}`)), 30_000);
-      child.stdout?.setEncoding("utf8");
-      child.stdout?.on("data", (t: string) => {
-        out += t;
-        const nl = out.indexOf("\n");
-        if (nl < 0) return;
-        clearTimeout(timer);
-        resolve(JSON.parse(out.slice(0, nl)) as FloorPorts);
-      });
-      child.once("exit", (code) => {
-        clearTimeout(timer);
-        reject(new Error(`floor servers exited (${code}): ${log}`));
-      });
-    });
-    return { ports, stop };
-  } catch (e) {
-    await stop();
-    throw e;
-  }
-}
-
-function run(cmd: string, args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { stdio: "ignore" });
-    p.once("error", reject);
-    p.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited ${code}`))));
-  });
 }

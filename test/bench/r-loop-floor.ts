@@ -2,8 +2,9 @@
  * The floor of a Node ↔ R hop: a bare R loop over a socket connection (readBin a length-prefixed
  * script, parse, eval, serialize, writeBin), with none of the session protocol. It tells what R's own
  * socket layer costs per round trip, against which the engine's hop and Rserve's C loop are read.
- * A value that is text (what jsonlite::toJSON returns) is answered as its bytes, so the same loop
- * stands for a JSON eval.
+ * Asked for JSON, it answers the value as JSON text instead: a number as sprintf("%.15g") (what
+ * jsonlite writes for it with digits = NA), anything else through jsonlite::toJSON, so that R's work
+ * for `1+1` is the least a JSON answer needs, as it is in the server's R (worker.R's fast_json).
  */
 import { spawn } from "node:child_process";
 import net from "node:net";
@@ -12,11 +13,16 @@ import { SocketReader } from "./socket-reader.js";
 
 const LOOP = `
 con <- socketConnection("127.0.0.1", as.integer(commandArgs(TRUE)[1]), blocking = TRUE, open = "r+b", timeout = 3600)
+json <- compiler::cmpfun(function(v) {
+  if (is.double(v) && length(v) == 1L && is.null(attributes(v)) && is.finite(v)) sprintf("%.15g", v)
+  else as.character(jsonlite::toJSON(v, auto_unbox = TRUE, null = "null", na = "null", digits = NA))
+})
 repeat {
   n <- readBin(con, "integer", 1L, size = 4L, endian = "big")
   if (length(n) == 0L) break
-  v <- eval(parse(text = rawToChar(readBin(con, "raw", n)), keep.source = FALSE)[[1L]], globalenv())
-  v <- if (is.character(v)) charToRaw(v) else serialize(v, NULL)
+  frame <- readBin(con, "raw", n)
+  v <- eval(parse(text = rawToChar(frame[-1L]), keep.source = FALSE)[[1L]], globalenv())
+  v <- if (frame[1L] == as.raw(0x4a)) charToRaw(json(v)) else serialize(v, NULL)
   writeBin(c(as.raw(c(length(v) %/% 16777216, (length(v) %/% 65536) %% 256, (length(v) %/% 256) %% 256, length(v) %% 256)), v), con)
 }`;
 
@@ -47,12 +53,13 @@ export class RLoopFloor {
     return new RLoopFloor(socket, new SocketReader(socket, "R loop"), stop);
   }
 
-  /** Evaluates `script`; resolves with its R serialization, or its text. */
-  async eval(script: string): Promise<Buffer> {
+  /** Evaluates `script`; resolves with its value's R serialization, or its JSON text when `as` says so. */
+  async eval(script: string, as: "rds" | "json" = "rds"): Promise<Buffer> {
     const text = Buffer.from(script, "utf8");
-    const frame = Buffer.alloc(4 + text.length);
-    frame.writeUInt32BE(text.length, 0);
-    text.copy(frame, 4);
+    const frame = Buffer.alloc(5 + text.length);
+    frame.writeUInt32BE(1 + text.length, 0);
+    frame[4] = as === "json" ? 0x4a : 0x52;
+    text.copy(frame, 5);
     this.socket.write(frame);
     return this.reader.read((await this.reader.read(4)).readUInt32BE(0));
   }

@@ -3,7 +3,8 @@
  * figure beside a reference measured in the same run.
  *
  *   BENCH_QUICK=1         small counts, 100 MB files (smoke run)
- *   BENCH_ONLY=r|grpc|networks|observe|cluster|quotas|peers|transfers one part only (observe: what
+ *   BENCH_ONLY=r|throughput|grpc|networks|observe|cluster|quotas|peers|transfers one part only
+ *                         (throughput: 1 and 4 clients against the design's floor; observe: what
  *                         logging and metrics cost a call; cluster: nodes behind HAProxy; quotas: what a
  *                         cgroup and a minimal root per session cost; peers: Rserve, plumber and OpenCPU
  *                         beside this server; transfers: curl against this server, nginx and bare node:http)
@@ -17,13 +18,14 @@ import { runObserveBench } from "./observe-bench.js";
 import { runPeersBench } from "./peers-bench.js";
 import { runQuotasBench } from "./quotas-bench.js";
 import { runRBench } from "./r-bench.js";
+import { runThroughputBench } from "./throughput-bench.js";
 import { runTransfersBench } from "./transfers-bench.js";
 import { render, type Section } from "./report.js";
 import { rWorkerCount } from "./server-process.js";
 
 const quick = ["1", "true", "yes"].includes((process.env.BENCH_QUICK ?? "").toLowerCase());
 const only = process.env.BENCH_ONLY ?? "";
-const parts = ["r", "grpc", "networks", "observe", "cluster", "quotas", "transfers", "peers"];
+const parts = ["r", "throughput", "grpc", "networks", "observe", "cluster", "quotas", "transfers", "peers"];
 if (only !== "" && !parts.includes(only)) {
   console.error(`BENCH_ONLY must be one of ${parts.join(", ")}, not ${JSON.stringify(only)}`);
   process.exit(2);
@@ -59,6 +61,7 @@ const show = (part: readonly Section[]): void => {
 let failed = false;
 try {
   if (only === "" || only === "r") show(await runRBench({ quick, log }));
+  if (only === "" || only === "throughput") show(await runThroughputBench({ quick, log }));
   if (only === "" || only === "grpc") show(await runGrpcBench({ quick, log }));
   if (only === "" || only === "networks") show(await runNetworksBench({ quick, log }));
   if (only === "" || only === "observe") show(await runObserveBench({ quick, log }));

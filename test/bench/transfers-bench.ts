@@ -18,7 +18,7 @@ import { processes } from "../support/procfs.js";
 import { onCleanup } from "./cleanup.js";
 import { ensureDebian, hasCommand } from "./debian.js";
 import { HttpClient } from "./http-client.js";
-import { startFileFloor } from "./r-bench.js";
+import { startFileFloor } from "./floor-processes.js";
 import { mbps, mib, section, times, verdict, type Section } from "./report.js";
 import { freePort } from "./rserve-client.js";
 import { startServerProcess, type ServerProcess } from "./server-process.js";
