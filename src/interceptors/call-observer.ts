@@ -1,5 +1,5 @@
 import type { DescMethod, Message } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Interceptor, type StreamRequest, type StreamResponse } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor, type StreamRequest, type StreamResponse, type UnaryRequest } from "@connectrpc/connect";
 import { callerKey } from "../auth/caller.js";
 import { codeName, httpStatusOf } from "../errors/mapping.js";
 import { responseMeterKey, restCallKey, type Protocol, type RefusedCall } from "./response-meter.js";
@@ -68,31 +68,6 @@ export function callObserver(opts: CallObserverOptions): CallObserver {
     const meter = req.contextValues.get(responseMeterKey);
     if (meter) meter.observed = true;
     let sessionId: string | undefined;
-    const report = (error: unknown): void => {
-      const rest = req.contextValues.get(restCallKey);
-      const ce = error === undefined ? undefined : ConnectError.from(error);
-      const length = req.header.get("content-length");
-      const record: Writable<CallRecord> = {
-        service: req.service.typeName,
-        method: req.method.name,
-        protocol: rest ? "rest" : protocolOf(req.header.get("content-type")),
-        request: rest ? `${req.requestMethod} ${pathOf(req.url)}` : undefined,
-        code: codeName(ce?.code),
-        httpStatus: rest && ce ? httpStatusOf(ce) : undefined,
-        durationMs: elapsedMs(started),
-        user: req.contextValues.get(callerKey)?.name ?? "anonymous",
-        sessionId,
-        bytesIn: length === null ? undefined : Number(length),
-        bytesOut: undefined,
-      };
-      if (!meter) return emit(record);
-      meter.whenFinished(() => {
-        record.bytesOut = meter.bytesOut;
-        // A REST success takes the status the edge wrote: 201 and 204 are the route's, not the handler's.
-        if (rest && !ce && meter.status !== 0) record.httpStatus = meter.status;
-        emit(record);
-      });
-    };
     const tracked = namesSession(req.method);
     if (tracked && !req.stream) sessionId = idOf(req.message);
     const request = tracked && req.stream ? { ...req, message: peek(req.message, (m) => (sessionId ??= idOf(m))) } : req;
@@ -100,15 +75,15 @@ export function callObserver(opts: CallObserverOptions): CallObserver {
     try {
       res = await next(request as typeof req);
     } catch (error) {
-      report(error);
+      report(req, started, sessionId, error, emit);
       throw error;
     }
     if (!res.stream) {
-      report(undefined);
+      report(req, started, sessionId, undefined, emit);
       return res;
     }
     const message = onStreamEnd(res.message, (how) => {
-      report(how === "gaveUp" ? new ConnectError("the client went away", Code.Canceled) : how?.error);
+      report(req, started, sessionId, how === "gaveUp" ? new ConnectError("the client went away", Code.Canceled) : how?.error, emit);
       return undefined;
     });
     return { ...res, message } as StreamResponse;
@@ -130,6 +105,43 @@ export function callObserver(opts: CallObserverOptions): CallObserver {
     });
   observers.add(interceptor);
   return Object.assign(interceptor, { refused });
+}
+
+/**
+ * Reports how a call ended: at once, or once its transport finished writing the answer when it meters
+ * it. A module function, not a closure per call (under tsx each named closure is also given its name).
+ */
+function report(
+  req: UnaryRequest | StreamRequest,
+  started: number,
+  sessionId: string | undefined,
+  error: unknown,
+  emit: (record: CallRecord) => void,
+): void {
+  const meter = req.contextValues.get(responseMeterKey);
+  const rest = req.contextValues.get(restCallKey);
+  const ce = error === undefined ? undefined : ConnectError.from(error);
+  const length = req.header.get("content-length");
+  const record: Writable<CallRecord> = {
+    service: req.service.typeName,
+    method: req.method.name,
+    protocol: rest ? "rest" : protocolOf(req.header.get("content-type")),
+    request: rest ? `${req.requestMethod} ${pathOf(req.url)}` : undefined,
+    code: codeName(ce?.code),
+    httpStatus: rest && ce ? httpStatusOf(ce) : undefined,
+    durationMs: elapsedMs(started),
+    user: req.contextValues.get(callerKey)?.name ?? "anonymous",
+    sessionId,
+    bytesIn: length === null ? undefined : Number(length),
+    bytesOut: undefined,
+  };
+  if (!meter) return emit(record);
+  meter.whenFinished(() => {
+    record.bytesOut = meter.bytesOut;
+    // A REST success takes the status the edge wrote: 201 and 204 are the route's, not the handler's.
+    if (rest && !ce && meter.status !== 0) record.httpStatus = meter.status;
+    emit(record);
+  });
 }
 
 function elapsedMs(started: number): number {

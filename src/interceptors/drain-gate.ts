@@ -52,25 +52,20 @@ export function drainGate(lifecycle: DrainedService, policy: DrainPolicy): Inter
     }
     if (!kind.holds) return next(req);
     lifecycle.callStarted();
-    let ended = false;
-    const end = (): void => {
-      if (!ended) lifecycle.callEnded();
-      ended = true;
-    };
     let streaming = false;
     try {
       const res = await next(req);
       if (!res.stream) return res;
       streaming = true;
       const message = onStreamEnd(res.message, (how) => {
-        end();
+        lifecycle.callEnded();
         return how === "gaveUp" ? undefined : cutShort(req.signal);
       });
       return { ...res, message };
     } catch (error) {
       throw cutShort(req.signal) ?? error;
     } finally {
-      if (!streaming) end();
+      if (!streaming) lifecycle.callEnded();
     }
   };
 }

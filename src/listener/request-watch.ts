@@ -29,30 +29,33 @@ const LINGER_MS = 2_000;
 export function watchHttp1(req: http.IncomingMessage, res: http.ServerResponse, limits: BodyLimits): void {
   if (!hasBody(req.headers)) return;
   const socket = req.socket;
-  const expire = () => {
-    if (req.complete) return;
-    if (res.headersSent) return void socket.destroy();
-    const e = restError(Code.DeadlineExceeded, "Request body not received in time", 408);
-    res.writeHead(408, { ...e.headers, connection: "close", "content-length": String(Buffer.byteLength(e.body)) });
-    res.end(e.body);
+  // Object methods, not named arrows: under tsx each named closure is also given its name, per request.
+  const on = {
+    expire(): void {
+      if (req.complete) return;
+      if (res.headersSent) return void socket.destroy();
+      const e = restError(Code.DeadlineExceeded, "Request body not received in time", 408);
+      res.writeHead(408, { ...e.headers, connection: "close", "content-length": String(Buffer.byteLength(e.body)) });
+      res.end(e.body);
+    },
+    // Node aborts a request whose connection closes only while it is unanswered; one answered early
+    // (408, 413, a refused upload) would wait for the rest of its body for ever.
+    socketClosed(): void {
+      if (!req.complete) req.destroy();
+    },
   };
-  let timer = limits.streamsRequest(req.method ?? "", pathOf(req.url)) ? undefined : unrefTimeout(expire, limits.requestMs);
+  let timer = limits.streamsRequest(req.method ?? "", pathOf(req.url)) ? undefined : unrefTimeout(on.expire, limits.requestMs);
   socket.setTimeout(limits.bodyIdleMs);
-  req.once("timeout", expire);
+  req.once("timeout", on.expire);
   res.once("timeout", () => socket.setTimeout(0));
   res.once("finish", () => {
     clearTimeout(timer);
     if (!req.complete) timer = unrefTimeout(() => socket.destroy(), LINGER_MS);
   });
-  // Node aborts a request whose connection closes only while it is unanswered; one answered early
-  // (408, 413, a refused upload) would wait for the rest of its body for ever.
-  const onSocketClose = () => {
-    if (!req.complete) req.destroy();
-  };
-  socket.once("close", onSocketClose);
+  socket.once("close", on.socketClosed);
   req.once("close", () => {
     clearTimeout(timer);
-    socket.off("close", onSocketClose);
+    socket.off("close", on.socketClosed);
   });
 }
 

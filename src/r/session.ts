@@ -30,9 +30,9 @@ export interface SessionOptions {
 const CPU_CHECK_MS = 1000;
 
 interface Job {
-  readonly run: () => Promise<void>;
+  run(): Promise<void>;
   /** Called instead of `run` when the session ends first. */
-  readonly drop: (reason: Error) => void;
+  drop(reason: Error): void;
 }
 
 function assignScript(symbol: string, source: AssignSource): string {
@@ -146,45 +146,54 @@ export class RSession implements SessionInfo {
 
   private submit(entry: CommandEntry, frame: Buffer, withResult: boolean): void {
     this.touch();
+    const session = this;
     this.enqueue({
-      run: async () => {
+      async run() {
         if (entry.deleted) return;
         entry.started();
-        const outcome = await this.execute(frame);
+        const outcome = await session.execute(frame);
         if (outcome.ok) entry.completed(withResult ? outcome.value : undefined);
-        else entry.failed(outcome.ended ? this.endedFault().message : outcome.error);
+        else entry.failed(outcome.ended ? session.endedFault().message : outcome.error);
       },
-      drop: (reason) => entry.failed(reason.message),
+      drop(reason) {
+        entry.failed(reason.message);
+      },
     });
   }
 
   /** Runs `frame` when its turn comes; an abort before then removes it, during it interrupts R. */
   private schedule(frame: Buffer, sink?: EventSink, signal?: AbortSignal): Promise<Outcome> {
     this.touch();
+    const session = this;
     return new Promise((resolve, reject) => {
-      const job: Job = {
-        run: async () => {
-          signal?.removeEventListener("abort", onQueuedAbort);
+      // Object methods, not named arrows (under tsx each named closure is also given its name, per
+      // eval), and one abort listener for the job's whole life: queued, an abort takes it out of the
+      // queue; running, it interrupts R.
+      let running: Promise<Outcome> | undefined;
+      const job: Job & { abort(): void } = {
+        async run() {
           if (signal?.aborted) return reject(signal.reason);
-          const running = this.execute(frame, sink);
-          const onAbort = (): void => this.stop(running);
-          signal?.addEventListener("abort", onAbort);
+          running = session.execute(frame, sink);
           try {
             resolve(await running);
           } finally {
-            signal?.removeEventListener("abort", onAbort);
+            signal?.removeEventListener("abort", job.abort);
           }
         },
-        drop: reject,
+        drop(reason) {
+          signal?.removeEventListener("abort", job.abort);
+          reject(reason);
+        },
+        abort() {
+          if (running) return session.stop(running);
+          const index = session.queue.indexOf(job);
+          if (index >= 0) {
+            session.queue.splice(index, 1);
+            reject(signal?.reason);
+          }
+        },
       };
-      const onQueuedAbort = (): void => {
-        const index = this.queue.indexOf(job);
-        if (index >= 0) {
-          this.queue.splice(index, 1);
-          reject(signal?.reason);
-        }
-      };
-      signal?.addEventListener("abort", onQueuedAbort, { once: true });
+      signal?.addEventListener("abort", job.abort, { once: true });
       this.enqueue(job);
     });
   }

@@ -20,41 +20,50 @@ export function readWholeBody(
   /** Refuse at once when Content-Length says too much (false: read up to the limit, to see the first bytes). */
   byLength = true,
 ): Promise<Buffer> {
-  const refuse = (seen: { declared?: number; head?: Buffer }): Error => {
-    req.resume();
-    return tooLarge(seen);
-  };
-  const declared = Number(req.headers["content-length"] ?? NaN);
-  if (byLength && declared > limit) return Promise.reject(refuse({ declared }));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const settle = (): void => {
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onFail);
-      req.off("close", onFail);
-    };
-    const onData = (chunk: Buffer): void => {
+  // Object methods, not named arrows: under tsx each named closure is also given its name
+  // (Object.defineProperty, ~0.2 µs), and these are made for every request with a body.
+  const on = {
+    refuse(seen: { declared?: number; head?: Buffer }): Error {
+      req.resume();
+      return tooLarge(seen);
+    },
+    settle(): void {
+      req.off("data", on.data);
+      req.off("end", on.end);
+      req.off("error", on.fail);
+      req.off("close", on.fail);
+    },
+    data(chunk: Buffer): void {
       size += chunk.length;
       if (size <= limit) return void chunks.push(chunk);
-      settle();
-      reject(refuse({ head: chunks[0] ?? chunk }));
-    };
-    const onEnd = (): void => {
-      settle();
+      on.settle();
+      reject(on.refuse({ head: chunks[0] ?? chunk }));
+    },
+    end(): void {
+      on.settle();
       resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-    };
+    },
     // An error here is the client's connection ending early ("aborted"), not a fault of the server.
-    const onFail = (): void => {
-      settle();
+    fail(): void {
+      on.settle();
       reject(new ConnectError("client went away before sending the whole body", Code.Canceled));
-    };
-    req.on("data", onData);
-    req.once("end", onEnd);
-    req.once("error", onFail);
-    req.once("close", onFail);
+    },
+  };
+  const declared = Number(req.headers["content-length"] ?? NaN);
+  if (byLength && declared > limit) return Promise.reject(on.refuse({ declared }));
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let resolve!: (body: Buffer) => void;
+  let reject!: (error: Error) => void;
+  const body = new Promise<Buffer>((ok, fail) => {
+    resolve = ok;
+    reject = fail;
   });
+  req.on("data", on.data);
+  req.once("end", on.end);
+  req.once("error", on.fail);
+  req.once("close", on.fail);
+  return body;
 }
 
 /**

@@ -69,7 +69,9 @@ export function createRest(opts: RestOptions): Rest {
       const requestParts: RequestParts = {
         vars,
         query: q < 0 ? undefined : new URLSearchParams(rawUrl.slice(q + 1)),
-        header: (name) => call.context.requestHeader.get(name) ?? undefined,
+        header(name) {
+          return call.context.requestHeader.get(name) ?? undefined;
+        },
       };
       serve(req, res, call, route, requestParts, baseUrl).catch((err: unknown) => {
         call.refusal = codeOf(err);
