@@ -5,6 +5,8 @@ header_bytes <- 5L
 # R reads a socket 4096 bytes at a time: a request frame up to this size is taken in one read, even
 # behind a drain frame.
 one_read <- 4091L
+# Where an isolated session leaves its proof, in its home.
+proof_file <- ".rock-proof"
 # Node -> the R server (control socket)
 to_server_fork <- "F" # fork a session (answered by forked or forkFailed)
 to_server_fork_fields <- c("token", "work_dir", "tmp_dir")
@@ -31,8 +33,9 @@ to_session_assign_fields <- c("source", "symbol")
 to_session_drain <- "D" # consume a SIGINT that landed after the evaluation it aimed at; not answered
 # A session -> Node (main and output sockets)
 from_session_main <- "C" # greeting of the main socket
-from_session_main_fields <- c("token", "pid")
-from_session_output <- "O" # greeting of the output socket, which then carries printed text and markers; field: token
+from_session_main_fields <- c("token", "pid", "proof")
+from_session_output <- "O" # greeting of the output socket, which then carries printed text and markers
+from_session_output_fields <- c("token", "proof")
 from_session_value <- "V" # a value: R serialization, or nothing (an assignment); body: the value
 from_session_json <- "T" # a value as JSON; field: json
 from_session_error <- "X" # the request failed; field: error

@@ -23,6 +23,11 @@ export type FieldKind = TextKind | "bytes";
 export const FIELDS = {
   /** The secret a connection's first frame proves itself with. */
   token: "text",
+  /**
+   * An isolated session's second secret, made after its fork and left in its own folder (see
+   * src/r/confine/proof.ts); empty for a session that is not isolated.
+   */
+  proof: "text",
   /** A session's working directory (and HOME). */
   workDir: "text",
   /** A session's tempdir(). */
@@ -110,8 +115,12 @@ export const TO_SESSION = {
 
 /** A session -> Node: the greeting of each of its two sockets, then on the main one answers and events. */
 export const FROM_SESSION = {
-  main: { letter: "C", doc: "greeting of the main socket", fields: ["token", "pid"] },
-  output: { letter: "O", doc: "greeting of the output socket, which then carries printed text and markers", fields: ["token"] },
+  main: { letter: "C", doc: "greeting of the main socket", fields: ["token", "pid", "proof"] },
+  output: {
+    letter: "O",
+    doc: "greeting of the output socket, which then carries printed text and markers",
+    fields: ["token", "proof"],
+  },
   value: { letter: "V", doc: "a value: R serialization, or nothing (an assignment)", fields: [], body: "the value" },
   json: { letter: "T", doc: "a value as JSON", fields: ["json"] },
   error: { letter: "X", doc: "the request failed", fields: ["error"] },
@@ -129,6 +138,9 @@ export function lettersOf<Frames extends Record<string, FrameSpec>>(frames: Fram
 
 /** Type byte, then the payload's length (uint32, big endian). */
 export const HEADER_BYTES = 5;
+
+/** The file, in an isolated session's home (the folder above its working directory), that holds its proof. */
+export const PROOF_FILE = ".rock-proof";
 
 /** R reads a socket 4096 bytes at a time; room is left for a drain frame sent with the request. */
 export const ONE_READ = 4096 - HEADER_BYTES;

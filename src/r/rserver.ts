@@ -5,7 +5,7 @@ import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { RChild } from "./child.js";
 import { sessionEnvironment } from "./confine/environment.js";
-import { loopbackPeerUid } from "./confine/peer.js";
+import { holdsProof, proofFile, removeProof } from "./confine/proof.js";
 import { hasEnded } from "./confine/processes.js";
 import { notRunning, sessionNotStarted } from "./errors.js";
 import { decodeFields } from "./fields.js";
@@ -43,8 +43,10 @@ export interface RServerOptions {
 }
 
 interface PendingFork {
-  /** The uid the session's sockets must belong to (isolated sessions). */
+  /** The uid whose proof the session's connections must hold (isolated sessions). */
   readonly uid: number | undefined;
+  /** Where an isolated session leaves its proof. */
+  readonly proofFile: string;
   main?: { socket: Socket; rest: Buffer | undefined; pid: number };
   out?: { socket: Socket; rest: Buffer | undefined };
   readonly resolve: (child: RChild) => void;
@@ -218,6 +220,7 @@ export class RServerProcess {
       };
       this.forks.set(token, {
         uid: identity?.uid,
+        proofFile: proofFile(workDir),
         resolve: (child) => {
           clearTimeout(timer);
           clearInterval(watch);
@@ -288,7 +291,6 @@ export class RServerProcess {
   }
 
   private greet(socket: Socket): void {
-    const acceptedAt = performance.now();
     readGreeting(socket, SESSION_GREETINGS)
       .then(async ({ frame, rest }) => {
         const greeting =
@@ -300,7 +302,7 @@ export class RServerProcess {
           socket.destroy();
           return;
         }
-        if (pending.uid !== undefined && (await loopbackPeerUid(socket, acceptedAt)) !== pending.uid) {
+        if (pending.uid !== undefined && !(await holdsProof(pending.proofFile, pending.uid, greeting.proof))) {
           // Another session's process that learned the token: it must not become this session.
           socket.destroy();
           return;
@@ -313,6 +315,7 @@ export class RServerProcess {
         else pending.out = { socket, rest };
         if (!pending.main || !pending.out) return;
         this.forks.delete(greeting.token);
+        if (pending.uid !== undefined) void removeProof(pending.proofFile);
         const child = new RChild(pending.main.pid, pending.main.socket, pending.out.socket, this.options.log);
         child.start(pending.main.rest, pending.out.rest);
         pending.resolve(child);

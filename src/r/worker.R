@@ -295,8 +295,16 @@ local({
     if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) rm(".Random.seed", envir = globalenv())
     con <- if (is.null(links)) connect("r+b") else links$con
     out <- if (is.null(links)) connect("wb") else links$out
-    write_frame(con, from_session_main, text_fields(from_session_main_fields, list(token = token, pid = Sys.getpid())))
-    write_frame(out, from_session_output, text_field(token))
+    # The token came through the R server, so a later fork may find it in the memory it inherits: an
+    # isolated session also proves itself with a secret made now, as its uid, in its own folder (0700),
+    # which Node reads and removes (src/r/confine/proof.ts).
+    proof <- if (isolated) {
+      secret <- paste(sprintf("%02x", as.integer(readBin("/dev/urandom", "raw", 32L))), collapse = "")
+      cat(secret, file = file.path(dirname(workdir), proof_file))
+      secret
+    } else ""
+    write_frame(con, from_session_main, text_fields(from_session_main_fields, list(token = token, pid = Sys.getpid(), proof = proof)))
+    write_frame(out, from_session_output, text_fields(from_session_output_fields, list(token = token, proof = proof)))
     sink(out)
     sink(out, type = "message")
     suspendInterrupts(serve(con, out))

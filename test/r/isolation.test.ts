@@ -2,14 +2,14 @@ import { expect } from "chai";
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
-import { createServer, connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { RConfig, UidRange } from "../../src/config/config.js";
 import { defaults } from "../../src/config/load.js";
 import { startRock } from "../../src/compose.js";
 import { decideIsolation } from "../../src/r/confine/isolation.js";
-import { loopbackPeerUid } from "../../src/r/confine/peer.js";
+import { proofFile } from "../../src/r/confine/proof.js";
+import { PROOF_FILE } from "../../src/r/protocol-table.js";
 import { liveProcessesByUid } from "../../src/r/confine/processes.js";
 import { type QuotaSettings, SessionQuotas } from "../../src/r/confine/quotas.js";
 import type { RSession } from "../../src/r/session.js";
@@ -129,6 +129,20 @@ describe("R sessions are confined (service running as root)", function () {
       const next = await rig.engine.createSession("carol");
       expect(await json(next, "writeLines('x', f <- tempfile()); file.exists(f)")).to.equal(true);
       await next.end();
+    });
+
+    it("has each session prove itself with a secret it left in its own folder, removed once it started", async () => {
+      const file = proofFile(a.dirs.work);
+      // Node removes it once both connections made the proof: the session never sees it.
+      await until(
+        async () =>
+          !(await stat(file).then(
+            () => true,
+            () => false,
+          )),
+      );
+      expect(await readdir(a.dirs.home)).to.not.include(PROOF_FILE);
+      expect(await json(a, `file.exists(file.path(dirname(getwd()), ${JSON.stringify(PROOF_FILE)}))`)).to.equal(false);
     });
   });
 
@@ -292,31 +306,6 @@ describe("R sessions are confined (service running as root)", function () {
       await until(() => session.closed);
       expect(() => rig.engine.session(session.id)).to.throw(/No such R session/);
     });
-  });
-
-  it("tells the uid of the process at the other end of a loopback connection", async () => {
-    const uid = testSessionUids().first;
-    const listener = createServer();
-    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
-    const { port } = listener.address() as { port: number };
-    const accepted = new Promise<Socket>((resolve) => listener.once("connection", resolve));
-    const client = spawn(process.execPath, ["-e", `require("net").connect(${port}, "127.0.0.1"); setTimeout(() => {}, 30000)`], {
-      uid,
-      gid: uid,
-      stdio: "ignore",
-    });
-    try {
-      const socket = await accepted;
-      expect(await loopbackPeerUid(socket)).to.equal(uid);
-      const own = connect(port, "127.0.0.1");
-      const mine = await new Promise<Socket>((resolve) => listener.once("connection", resolve));
-      expect(await loopbackPeerUid(mine)).to.equal(0);
-      own.destroy();
-      socket.destroy();
-    } finally {
-      client.kill("SIGKILL");
-      listener.close();
-    }
   });
 
   it("refuses to start when the configuration file is readable by every user", async () => {

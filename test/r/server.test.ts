@@ -1,13 +1,12 @@
 import { expect } from "chai";
 import type { Fault } from "../../src/errors/fault.js";
 import { readFileSync, readdirSync, realpathSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { chown, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spawn } from "node:child_process";
-import { createServer, type Socket } from "node:net";
+import { execFileSync } from "node:child_process";
 import { decideIsolation, sessionsRoot } from "../../src/r/confine/isolation.js";
-import { loopbackPeerUid } from "../../src/r/confine/peer.js";
+import { holdsProof } from "../../src/r/confine/proof.js";
 import { testSessionUids } from "../support/uids.js";
 import { ConsoleLog } from "../../src/r/console-log.js";
 import { processes } from "../support/procfs.js";
@@ -188,39 +187,42 @@ describe("R server process", function () {
   });
 });
 
-describe("owner of a session's connection", () => {
-  it("is told by the whole address pair: a process of another uid reusing the source port from another loopback address is not taken for it", async function () {
+describe("proof of an isolated session's connections", () => {
+  let dir: string;
+  const uid = testSessionUids().first;
+  const proof = "ab".repeat(32);
+  beforeEach(async function () {
     if (process.getuid?.() !== 0) this.skip();
-    const [a, b] = [0, 1].map((i) => testSessionUids().first + i) as [number, number];
-    const listener = createServer();
-    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
-    const { port } = listener.address() as { port: number };
-    const accepted: Socket[] = [];
-    listener.on("connection", (socket: Socket) => accepted.push(socket));
-    const client = (uid: number, options: string) =>
-      spawn(
-        process.execPath,
-        [
-          "-e",
-          `const s = require("net").connect({ port: ${port}, host: "127.0.0.1", ${options} }, () => console.log(s.localPort)); setTimeout(() => {}, 30000)`,
-        ],
-        { uid, gid: uid, stdio: ["ignore", "pipe", "ignore"] },
-      );
-    const first = client(a, "");
-    const clients = [first];
-    try {
-      const sourcePort = Number(await new Promise<string>((resolve) => first.stdout!.once("data", (d: Buffer) => resolve(d.toString()))));
-      clients.push(client(b, `localAddress: "127.0.0.2", localPort: ${sourcePort}`));
-      await until(() => accepted.length === 2);
-      const from = (address: string) => accepted.find((s) => s.remoteAddress === address)!;
-      expect(from("127.0.0.2").remotePort).to.equal(sourcePort);
-      const [uidA, uidB] = await Promise.all([loopbackPeerUid(from("127.0.0.1")), loopbackPeerUid(from("127.0.0.2"))]);
-      expect({ uidA, uidB }).to.deep.equal({ uidA: a, uidB: b });
-    } finally {
-      for (const c of clients) c.kill("SIGKILL");
-      for (const s of accepted) s.destroy();
-      listener.close();
-    }
+    dir = await mkdtemp(join(tmpdir(), "rock-proof-test-"));
+  });
+  afterEach(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+  const written = async (name: string, content: string, owner: number): Promise<string> => {
+    const file = join(dir, name);
+    await writeFile(file, content, { mode: 0o600 });
+    await chown(file, owner, owner);
+    return file;
+  };
+
+  it("is held by a file of the session's uid holding exactly what the connection claims", async () => {
+    const file = await written("p", proof, uid);
+    expect(await holdsProof(file, uid, proof)).to.equal(true);
+    expect(await holdsProof(file, uid, "cd".repeat(32))).to.equal(false);
+    expect(await holdsProof(file, uid, proof.slice(1))).to.equal(false);
+    expect(await holdsProof(file, uid, "")).to.equal(false);
+  });
+
+  it("is not held by a file of another uid, a link, a FIFO or nothing", async () => {
+    expect(await holdsProof(await written("root", proof, 0), uid, proof)).to.equal(false);
+    expect(await holdsProof(await written("other", proof, uid + 1), uid, proof)).to.equal(false);
+    await symlink(await written("target", proof, uid), join(dir, "link"));
+    expect(await holdsProof(join(dir, "link"), uid, proof)).to.equal(false);
+    execFileSync("mkfifo", [join(dir, "fifo")]);
+    await chown(join(dir, "fifo"), uid, uid);
+    expect(await holdsProof(join(dir, "fifo"), uid, proof)).to.equal(false);
+    expect(await holdsProof(join(dir, "missing"), uid, proof)).to.equal(false);
+    expect(await holdsProof(await written("longer", `${proof}\n`, uid), uid, proof)).to.equal(false);
   });
 });
 

@@ -10,6 +10,7 @@ import {
   MARKER,
   MARKER_LEAD,
   ONE_READ,
+  PROOF_FILE,
   TO_SERVER,
   TO_SESSION,
   type FrameSpec,
@@ -44,6 +45,8 @@ function block(): string {
     "  # R reads a socket 4096 bytes at a time: a request frame up to this size is taken in one read, even",
     "  # behind a drain frame.",
     `  one_read <- ${ONE_READ}L`,
+    "  # Where an isolated session leaves its proof, in its home.",
+    `  proof_file <- ${rString(PROOF_FILE)}`,
   ];
   for (const [direction, { title, frames }] of Object.entries(DIRECTIONS)) {
     lines.push(`  # ${title}`);
