@@ -521,7 +521,7 @@ pr_run(router, host = "127.0.0.1", port = @PORT@, docs = FALSE, quiet = TRUE)
   try {
     const url = `http://127.0.0.1:${port}/eval`;
     const headers = { "content-type": "text/plain" };
-    const request = async (code: string): Promise<H2Request> => ({ url, headers, body: await files.of(code), close: true });
+    const request = async (code: string): Promise<H2Request> => ({ url, headers, body: await files.of(code), h1: true, close: true });
     const one = await request("1+1");
     const summary = await request(SUMMARY);
     const df = await request("df");
@@ -542,7 +542,7 @@ pr_run(router, host = "127.0.0.1", port = @PORT@, docs = FALSE, quiet = TRUE)
         clients4: (n) => rate([one, one, one, one], n),
       },
       lacks: { session: "no sessions: one R process and one global environment serve every client" },
-      keepAlive: (n) => perCall({ ...one, close: false }, n),
+      keepAlive: (n) => perCall({ ...one, close: false, h1: true }, n),
       check: async (firstRow) => {
         expectJson(await post("1+1"), 2, "plumber 1+1");
         expectJson(await post(SUMMARY), SUMMARY_JSON, "plumber summary");
@@ -578,11 +578,12 @@ opencpu::ocpu_start_server(port = @PORT@, preload = "jsonlite")
       url: `${base}/ocpu/library/base/R/identity/${json}`,
       headers: form,
       body: await files.of(arg(code)),
+      h1: true,
       close: true,
     });
     const one = await identity("1+1");
     const summary = await identity(SUMMARY);
-    const df: H2Request = { url: `${base}/ocpu/tmp/${dfKey}/R/.val/${json}`, headers: {}, close: true };
+    const df: H2Request = { url: `${base}/ocpu/tmp/${dfKey}/R/.val/${json}`, headers: {}, h1: true, close: true };
     return {
       name: "OpenCPU",
       counts: { one: count(10), summary: count(6), df: count(4), pair: count(5), clients1: count(10), clients4: count(3) },
