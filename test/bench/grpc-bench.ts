@@ -254,7 +254,12 @@ function enveloped<D extends DescMessage>(schema: D, m: MessageShape<D>): Buffer
 }
 
 /** Rounds of each call in turn; CPU summed over all rounds, latency the median of the rounds' means. */
-async function interleaved<K extends string>(pid: number, calls: Record<K, H2Request>, rounds: number, n: number): Promise<Record<K, Figures>> {
+async function interleaved<K extends string>(
+  pid: number,
+  calls: Record<K, H2Request>,
+  rounds: number,
+  n: number,
+): Promise<Record<K, Figures>> {
   const keys = Object.keys(calls) as K[];
   const cpu = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
   const means = Object.fromEntries(keys.map((k) => [k, [] as number[]])) as Record<K, number[]>;
