@@ -7,6 +7,9 @@
  * for `1+1` is the least a JSON answer needs, as it is in the server's R (worker.R's fast_json).
  */
 import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import net from "node:net";
 import { onCleanup } from "./cleanup.js";
 import { SocketReader } from "./socket-reader.js";
@@ -38,7 +41,9 @@ export class RLoopFloor {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const port = (server.address() as net.AddressInfo).port;
     const accepted = new Promise<net.Socket>((resolve) => server.once("connection", resolve));
-    const r = spawn("Rscript", ["--vanilla", "-e", LOOP, String(port)], { stdio: "ignore" });
+    // Killed at the end, R cannot remove its temporary folder: it makes it in one of the bench's.
+    const tmp = await mkdtemp(join(tmpdir(), "rock-bench-rloop-"));
+    const r = spawn("Rscript", ["--vanilla", "-e", LOOP, String(port)], { stdio: "ignore", env: { ...process.env, TMPDIR: tmp } });
     const socket = await accepted;
     server.close();
     socket.setNoDelay(true);
@@ -49,6 +54,7 @@ export class RLoopFloor {
         r.kill("SIGKILL");
         await exited;
       }
+      await rm(tmp, { recursive: true, force: true });
     });
     return new RLoopFloor(socket, new SocketReader(socket, "R loop"), stop);
   }

@@ -3,6 +3,9 @@
  * even on error or Ctrl-C), and a minimal QAP1 client over node:net.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import net from "node:net";
 import { connectLoopback, SocketReader } from "./socket-reader.js";
 
@@ -101,16 +104,27 @@ export class RserveProcess {
     readonly port: number,
     private readonly child: ChildProcess,
     private log: string,
+    private readonly dir: string,
   ) {}
 
   /** Starts Rserve with jsonlite loaded beforehand (so forks share it, as the R server process does). */
   static async start(timeoutMs = 20_000): Promise<RserveProcess> {
     const port = await freePort();
-    const script = `suppressMessages(library(jsonlite)); Rserve::run.Rserve(port=${port}L, remote=FALSE, qap=TRUE)`;
-    const child = spawn("Rscript", ["--no-save", "-e", script], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
-    if (child.pid === undefined) throw new Error("could not spawn Rscript");
+    // Rserve makes a working folder per connection (in /tmp/Rserv by default) and R its temporary
+    // folder, which a killed R leaves: both go into a folder of the bench's, removed at the stop.
+    const dir = await mkdtemp(join(tmpdir(), "rock-bench-rserve-"));
+    const script = `suppressMessages(library(jsonlite)); Rserve::run.Rserve(port=${port}L, remote=FALSE, qap=TRUE, workdir=${JSON.stringify(join(dir, "Rserv"))})`;
+    const child = spawn("Rscript", ["--no-save", "-e", script], {
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, TMPDIR: dir },
+    });
+    if (child.pid === undefined) {
+      await rm(dir, { recursive: true, force: true });
+      throw new Error("could not spawn Rscript");
+    }
     live.add(child.pid);
-    const rs = new RserveProcess(port, child, "");
+    const rs = new RserveProcess(port, child, "", dir);
     child.stdout?.on("data", (d: Buffer) => (rs.log += d.toString()));
     child.stderr?.on("data", (d: Buffer) => (rs.log += d.toString()));
     const deadline = Date.now() + timeoutMs;
@@ -143,5 +157,6 @@ export class RserveProcess {
     clearTimeout(timer);
     killGroup(pid, "SIGKILL"); // forked children left in the group
     live.delete(pid);
+    await rm(this.dir, { recursive: true, force: true });
   }
 }
