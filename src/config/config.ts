@@ -63,6 +63,8 @@ export interface LogConfig {
   readonly level: LogLevel;
   /** `json`: one JSON object per line, for collectors; `pretty`: for a person (needs pino-pretty, a dev dependency). */
   readonly format: LogFormat;
+  /** How long info lines may wait to be written together (0: each at once); warnings and errors never wait. */
+  readonly flushMs: number;
 }
 
 export interface MetricsConfig {

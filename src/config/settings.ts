@@ -348,6 +348,12 @@ export const SETTINGS = {
       default: "json",
       meaning: "`json` (one object per line) or `pretty` (needs the dev dependency `pino-pretty`)",
     }),
+    flushMs: new Setting(integer(0, 10_000), {
+      env: "ROCK_LOG_FLUSH_MS",
+      default: 100,
+      meaning:
+        "info lines (access lines) wait up to this long, or for 8 KiB of them, to be written together; warnings and errors are written at once; 0: every line at once",
+    }),
   },
   metrics: {
     enabled: new Setting(boolean, {

@@ -4,7 +4,12 @@ import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { loadConfig } from "../../src/config/load.js";
 import { createLogger } from "../../src/server/logger.js";
 import { connectClient, rest, type RestAnswer } from "../support/clients.js";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startMain, type MainServer } from "../support/main-process.js";
 import { basic, startTestServer, USERS, type TestServer } from "../support/server.js";
+import { until } from "../r/support.js";
 
 type Line = Record<string, unknown>;
 
@@ -251,14 +256,62 @@ describe("service log", function () {
     expect(line!.durationMs).to.be.a("number");
   });
 
-  it("takes its level and format from log.level / ROCK_LOG_LEVEL and log.format / ROCK_LOG_FORMAT", () => {
-    expect(loadConfig(undefined, { ROCK_LOG_LEVEL: "warn", ROCK_LOG_FORMAT: "pretty" }).log).to.deep.equal({
+  it("takes its level, format and flush delay from log.* / ROCK_LOG_LEVEL, ROCK_LOG_FORMAT, ROCK_LOG_FLUSH_MS", () => {
+    expect(loadConfig(undefined, { ROCK_LOG_LEVEL: "warn", ROCK_LOG_FORMAT: "pretty", ROCK_LOG_FLUSH_MS: "0" }).log).to.deep.equal({
       level: "warn",
       format: "pretty",
+      flushMs: 0,
     });
+    expect(loadConfig(undefined, {}).log.flushMs).to.equal(100);
+    expect(() => loadConfig(undefined, { ROCK_LOG_FLUSH_MS: "-5" })).to.throw(
+      /log\.flushMs \(ROCK_LOG_FLUSH_MS\): expected an integer from 0 to 10000/,
+    );
     expect(() => loadConfig(undefined, { ROCK_LOG_LEVEL: "loud" })).to.throw(/log\.level \(ROCK_LOG_LEVEL\): expected one of/);
     expect(() => loadConfig(undefined, { ROCK_LOG_FORMAT: "xml" })).to.throw(
       /log\.format \(ROCK_LOG_FORMAT\): expected json or pretty, not 'xml'/,
     );
+  });
+
+  describe("on stderr, as the service writes it (a process of its own, its stderr a pipe)", () => {
+    let dataDir: string;
+    let server: MainServer | undefined;
+    beforeEach(() => {
+      dataDir = mkdtempSync(join(tmpdir(), "rock-log-data-"));
+    });
+    afterEach(async () => {
+      await server?.stop();
+      server = undefined;
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+    const accessLines = (text: string) =>
+      text.split("\n").filter((l) => l.includes('"msg":"call"') && l.includes("GET /r/sessions")).length;
+    const list = (url: string) => fetch(`${url}/r/sessions`, { headers: { authorization: basic("boss", PASSWORD) } }).then((r) => r.status);
+
+    const start = (flushMs: string) =>
+      startMain({
+        ROCK_DATA_DIR: dataDir,
+        ROCK_ADMINISTRATOR_NAME: "boss",
+        ROCK_ADMINISTRATOR_PASSWORD: PASSWORD,
+        ROCK_LOG_FLUSH_MS: flushMs,
+      });
+
+    for (const flushMs of ["100", "0"]) {
+      it(`writes each access line within log.flushMs (${flushMs})`, async () => {
+        const started = (server = await start(flushMs));
+        for (let i = 0; i < 20; i++) expect(await list(started.url)).to.equal(200);
+        await until(() => accessLines(started.stderr()) === 20, 2_000);
+        expect(started.stderr()).to.not.include(PASSWORD);
+      });
+    }
+
+    it("gathers info lines for log.flushMs, and writes what waits when it stops", async () => {
+      const started = (server = await start("10000"));
+      for (let i = 0; i < 20; i++) expect(await list(started.url)).to.equal(200);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // 20 lines are less than the 8 KiB that are written without waiting.
+      expect(accessLines(started.stderr())).to.equal(0);
+      await started.stop();
+      expect(accessLines(started.stderr())).to.equal(20);
+    });
   });
 });

@@ -75,6 +75,8 @@ export async function spawnRock(
       ROCK_DATA_DIR: dataDir,
       ROCK_USERS: PROCESS_USERS,
       ROCK_R_SESSION_UIDS: uidsVariable(uids),
+      // Tests read the log as it is written: each line at once (test/server/logging.test.ts tests lines written together).
+      ROCK_LOG_FLUSH_MS: "0",
       ...own,
     },
   });
