@@ -5,20 +5,20 @@
  * R it runs (memory of its Node process and of its R server). With two cores, more nodes do not mean
  * more throughput: the point is the overhead, not linear scaling. Load from h2load (C), four clients.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { basic } from "../support/server.js";
 import { onCleanup } from "./cleanup.js";
+import { ensureDebian, hasCommand } from "./debian.js";
+import { ensureH2load, runH2load } from "./h2load.js";
 import { mib, perSecond, section, times, type Section } from "./report.js";
 import { freePort } from "./rserve-client.js";
 import { ROOT, startServerProcess, vmRss, type ServerProcess } from "./server-process.js";
 import { processes } from "../support/procfs.js";
 
-const run = promisify(execFile);
 const NODES = ["node1", "node2", "node3"] as const;
 const AUTH = basic("admin", "admin");
 
@@ -183,19 +183,12 @@ async function openSessions(base: string, n: number): Promise<string[]> {
   return ids;
 }
 
-/** h2load over h2c, 4 clients, one call in flight each; requests/s. Fails unless every request got a 2xx. */
+/** h2load over h2c, 4 clients, one call in flight each; requests/s. */
 async function h2load(urls: string | readonly string[], n: number, file: string, headers: Record<string, string>): Promise<number> {
-  const args = ["-n", String(n), "-c", "4", "-m", "1", "-d", file, "-H", `authorization: ${AUTH}`];
+  const args = ["-c", "4", "-d", file, "-H", `authorization: ${AUTH}`];
   for (const [k, v] of Object.entries(headers)) args.push("-H", `${k}: ${v}`);
   args.push(...(typeof urls === "string" ? [urls] : urls));
-  const { stdout } = await run("h2load", args, { maxBuffer: 1 << 20 });
-  const done = /requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded/.exec(stdout);
-  const codes = /status codes: (\d+) 2xx/.exec(stdout);
-  if (!done || !codes || Number(done[2]) !== n || Number(codes[1]) !== n)
-    throw new Error(`h2load: not every request succeeded:\n${stdout}`);
-  const rate = /finished in [^,]+, ([\d.]+) req\/s/.exec(stdout);
-  if (!rate) throw new Error(`h2load: no rate in:\n${stdout}`);
-  return Number(rate[1]);
+  return n / (await runH2load(args, n)).seconds;
 }
 
 /** RSS of the R server the node started (the leader of its own process group, a child of the node). */
@@ -204,16 +197,7 @@ function rServerRss(nodePid: number): number {
   return leader ? vmRss(leader.pid) : 0;
 }
 
+/** HAProxy and h2load, installed from Debian when missing and this process may; else why not. */
 async function missingTools(): Promise<string | undefined> {
-  for (const [command, pkg] of [
-    ["haproxy", "haproxy"],
-    ["h2load", "nghttp2-client"],
-  ] as const) {
-    try {
-      await run("sh", ["-c", `command -v ${command}`]);
-    } catch {
-      return `${command} is missing (Debian package ${pkg}; npm test installs haproxy, the gRPC bench nghttp2-client)`;
-    }
-  }
-  return undefined;
+  return (await ensureDebian("HAProxy", ["haproxy"], () => hasCommand("haproxy"))) ?? (await ensureH2load());
 }

@@ -32,21 +32,29 @@ export interface H2Run {
 export const ensureH2load = (): Promise<string | undefined> => ensureDebian("h2load", ["nghttp2-client"], () => hasCommand("h2load"));
 
 /** `n` requests from one client, one at a time. Fails unless every request got a 2xx. */
-export async function h2load(q: H2Request, n: number): Promise<H2Run> {
-  const args = ["-n", String(n), "-c", "1", "-m", "1"];
+export function h2load(q: H2Request, n: number): Promise<H2Run> {
+  const args = ["-c", "1"];
   if (q.h1 || q.close) args.push("--h1");
   for (const [k, v] of Object.entries(q.headers)) args.push("-H", `${k}: ${v}`);
   if (q.close) args.push("-H", "connection: close");
   if (q.body) args.push("-d", q.body);
-  args.push(q.url);
-  const { stdout } = await run("h2load", args, { maxBuffer: 1 << 20, timeout: 10 * 60_000 });
+  return runH2load([...args, q.url], n);
+}
+
+/**
+ * h2load with `args` (clients, headers, body, URLs), `n` requests in all, one in flight per client.
+ * Fails unless every request got a 2xx (a refused call would look fast).
+ */
+export async function runH2load(args: readonly string[], n: number): Promise<H2Run> {
+  const { stdout } = await run("h2load", ["-n", String(n), "-m", "1", ...args], { maxBuffer: 1 << 20, timeout: 10 * 60_000 });
   const done = /requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded/.exec(stdout);
   const codes = /status codes: (\d+) 2xx/.exec(stdout);
+  const what = args.filter((a) => a.startsWith("http")).join(" ");
   if (!done || !codes || Number(done[2]) !== n || Number(codes[1]) !== n)
-    throw new Error(`h2load ${q.url}: not every request succeeded:\n${stdout}`);
+    throw new Error(`h2load ${what}: not every request succeeded:\n${stdout}`);
   const finished = /finished in ([\d.]+(?:us|ms|s)),/.exec(stdout);
   const mean = /time for request:\s+\S+\s+\S+\s+(\S+)/.exec(stdout);
-  if (!finished || !mean) throw new Error(`h2load ${q.url}: no times in:\n${stdout}`);
+  if (!finished || !mean) throw new Error(`h2load ${what}: no times in:\n${stdout}`);
   return { seconds: micros(finished[1]!) / 1e6, meanUs: micros(mean[1]!) };
 }
 

@@ -233,6 +233,21 @@ class BodyFiles {
 const perCall = async (q: H2Request, n: number) => (await h2load(q, n)).seconds / n;
 const rate = async (qs: readonly H2Request[], n: number) => (qs.length * n) / (await h2loadAll(qs, n));
 
+/**
+ * The rows whose requests are fixed, measured alike on every HTTP peer: `1+1`, the summary and the
+ * data.frame per call, and `1+1` from 1 and 4 clients (`fours`: one request per client, where the peer
+ * has sessions).
+ */
+function fixedRows(one: H2Request, summary: H2Request, df: H2Request, fours = [one, one, one, one]): Peer["rows"] {
+  return {
+    one: (n) => perCall(one, n),
+    summary: (n) => perCall(summary, n),
+    df: (n) => perCall(df, n),
+    clients1: (n) => rate([one], n),
+    clients4: (n) => rate(fours, n),
+  };
+}
+
 /** Seconds per run of `work`, over `n` runs one after the other. */
 async function sequential(n: number, work: () => Promise<unknown>): Promise<number> {
   const t = performance.now();
@@ -321,9 +336,7 @@ async function rockPeer(files: BodyFiles, count: (n: number) => number): Promise
       firstRow,
       counts: fastCounts(count),
       rows: {
-        one: (n) => perCall(one, n),
-        summary: (n) => perCall(summary, n),
-        df: (n) => perCall(df, n),
+        ...fixedRows(one, summary, df, fours),
         pair: (n) =>
           sequential(n, async () => {
             await rawEval("x <- rnorm(1e5); NULL");
@@ -334,8 +347,6 @@ async function rockPeer(files: BodyFiles, count: (n: number) => number): Promise
             const id = (JSON.parse((await http.ok("POST", "/r/sessions", {}, 201)).body.toString("utf8")) as { id: string }).id;
             await http.ok("DELETE", `/r/session/${id}`);
           }),
-        clients1: (n) => rate([one], n),
-        clients4: (n) => rate(fours, n),
       },
       check: async () => {
         expectJson((await eval_(ids[0]!, "1+1")).body.toString("utf8"), 2, "rock 1+1");
@@ -530,16 +541,12 @@ pr_run(router, host = "127.0.0.1", port = @PORT@, docs = FALSE, quiet = TRUE)
       name: "plumber",
       counts: { one: count(300), summary: count(30), df: count(6), pair: count(60), clients1: count(300), clients4: count(150) },
       rows: {
-        one: (n) => perCall(one, n),
-        summary: (n) => perCall(summary, n),
-        df: (n) => perCall(df, n),
+        ...fixedRows(one, summary, df),
         pair: (n) =>
           sequential(n, async () => {
             await post("x <- rnorm(1e5); NULL");
             await post("mean(x)");
           }),
-        clients1: (n) => rate([one], n),
-        clients4: (n) => rate([one, one, one, one], n),
       },
       lacks: { session: "no sessions: one R process and one global environment serve every client" },
       keepAlive: (n) => perCall({ ...one, close: false, h1: true }, n),
@@ -588,16 +595,12 @@ opencpu::ocpu_start_server(port = @PORT@, preload = "jsonlite")
       name: "OpenCPU",
       counts: { one: count(10), summary: count(6), df: count(4), pair: count(5), clients1: count(10), clients4: count(3) },
       rows: {
-        one: (n) => perCall(one, n),
-        summary: (n) => perCall(summary, n),
-        df: (n) => perCall(df, n),
+        ...fixedRows(one, summary, df),
         pair: (n) =>
           sequential(n, async () => {
             const key = keyOf(await post("/ocpu/library/stats/R/rnorm", "n=1e5"));
             await post(`/ocpu/library/base/R/mean/${json}`, `x=${key}`);
           }),
-        clients1: (n) => rate([one], n),
-        clients4: (n) => rate([one, one, one, one], n),
       },
       lacks: { session: "no sessions to open or close: every call's value is stored under a new key, which expires" },
       check: async (firstRow) => {

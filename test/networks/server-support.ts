@@ -3,11 +3,8 @@ import { once } from "node:events";
 import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { startRock } from "../../src/compose.js";
-import type { Config } from "../../src/config/config.js";
-import { defaults } from "../../src/config/load.js";
 import { createLogger } from "../../src/server/logger.js";
-import { USERS } from "../support/server.js";
-import { testSessionUids } from "../support/uids.js";
+import { testConfig } from "../support/server.js";
 
 /**
  * Servers on a data folder the test owns (unlike startTestServer, stopping one keeps the folder), so
@@ -22,16 +19,7 @@ export interface FolderServer {
 
 /** The whole server in this process, on a free loopback port, R not started. */
 export async function startOnFolder(dataDir: string): Promise<FolderServer> {
-  const base = defaults();
-  const config: Config = {
-    ...base,
-    port: 0,
-    host: "127.0.0.1",
-    dataDir,
-    users: USERS,
-    r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() },
-  };
-  const rock = await startRock(config, { logger: createLogger({ level: "warn" }), announce: () => {} });
+  const rock = await startRock(testConfig(dataDir), { logger: createLogger({ level: "warn" }), announce: () => {} });
   return { url: `http://127.0.0.1:${rock.port}`, port: rock.port, stop: () => rock.close() };
 }
 

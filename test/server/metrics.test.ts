@@ -1,14 +1,8 @@
 import { expect } from "chai";
 import parsePrometheus, { type Family } from "parse-prometheus-text-format";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { startRock } from "../../src/compose.js";
-import { defaults, loadConfig } from "../../src/config/load.js";
-import { createLogger } from "../../src/server/logger.js";
+import { loadConfig } from "../../src/config/load.js";
 import { metadataFor, rest, serveWithClients } from "../support/clients.js";
-import { USERS } from "../support/server.js";
-import { testSessionUids } from "../support/uids.js";
+import { startTestServer } from "../support/server.js";
 
 type Labels = Record<string, string>;
 
@@ -106,25 +100,13 @@ describe("metrics.enabled: false", function () {
   this.timeout(60_000);
 
   it("keeps no metrics: GET /metrics answers 404, the calls still answer", async () => {
-    const base = defaults();
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "rock-test-"));
-    const config = {
-      ...base,
-      port: 0,
-      host: "127.0.0.1",
-      dataDir,
-      users: USERS,
-      r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() },
-      metrics: { enabled: false },
-    };
-    const rock = await startRock(config, { logger: createLogger({ level: "warn" }), announce: () => {} });
+    const server = await startTestServer({ metrics: { enabled: false } });
     try {
-      const url = `http://127.0.0.1:${rock.port}`;
+      const url = server.url;
       expect((await rest(url, "GET", "/metrics", { user: "admin" })).status).to.equal(404);
       expect((await rest(url, "GET", "/_info")).status).to.equal(200);
     } finally {
-      await rock.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      await server.stop();
     }
   });
 

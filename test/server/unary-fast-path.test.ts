@@ -359,18 +359,25 @@ describe("unary fast path against Connect-ES", function () {
     assert.equal((await done).trailers["grpc-status"], "0");
   });
 
-  it("takes such a deadline as none on Connect-ES's path too (a streaming call)", async () => {
-    const execute = create(ExecuteRequestSchema, {
-      id: sessions.get(reference)!,
-      script: { contentType: "application/x-rscript", data: Buffer.from("Sys.sleep(0.3); 1") },
-    });
-    const a = await exchangeH2(
+  /** Execute over gRPC on the reference server (Connect-ES's path), with the deadline `timeout`. */
+  const executeWithin = (script: string, timeout: string) =>
+    exchangeH2(
       reference.port,
-      ask("/rock.r.v1.RService/Execute", "grpc", "proto", ExecuteRequestSchema, execute, {
-        user: "user",
-        extra: { "grpc-timeout": "99999999H" },
-      }),
+      ask(
+        "/rock.r.v1.RService/Execute",
+        "grpc",
+        "proto",
+        ExecuteRequestSchema,
+        create(ExecuteRequestSchema, {
+          id: sessions.get(reference)!,
+          script: { contentType: "application/x-rscript", data: Buffer.from(script) },
+        }),
+        { user: "user", extra: { "grpc-timeout": timeout } },
+      ),
     );
+
+  it("takes such a deadline as none on Connect-ES's path too (a streaming call)", async () => {
+    const a = await executeWithin("Sys.sleep(0.3); 1", "99999999H");
     assert.equal(a.trailers["grpc-status"], "0", a.trailers["grpc-message"]);
     const events = [];
     for (let at = 0; at < a.body.length; at += 5 + a.body.readUInt32BE(at + 1)) {
@@ -384,17 +391,7 @@ describe("unary fast path against Connect-ES", function () {
   });
 
   it("ends a stream whose deadline passed with DEADLINE_EXCEEDED, not as if it had completed", async () => {
-    const execute = create(ExecuteRequestSchema, {
-      id: sessions.get(reference)!,
-      script: { contentType: "application/x-rscript", data: Buffer.from("Sys.sleep(5); 1") },
-    });
-    const a = await exchangeH2(
-      reference.port,
-      ask("/rock.r.v1.RService/Execute", "grpc", "proto", ExecuteRequestSchema, execute, {
-        user: "user",
-        extra: { "grpc-timeout": "300m" },
-      }),
-    );
+    const a = await executeWithin("Sys.sleep(5); 1", "300m");
     assert.equal(a.trailers["grpc-status"], "4", a.trailers["grpc-message"]);
   });
 

@@ -145,36 +145,25 @@ describe("setup: the R packages the service needs, provided before it listens", 
   it("takes R's own repositories (a site mirror) when packages.repos is empty, the default when R names none", async () => {
     const profile = join(root, "Rprofile.site");
     const saved = process.env.R_PROFILE;
+    // The same setup each time but for the repositories asked for.
+    const reposOf = (repos: string[]) =>
+      ensureRPackages({
+        rExecutable: "R",
+        library: join(root, "lib-repos"),
+        packages: ["jsonlite"],
+        repos,
+        systemPackages: false,
+        progress: () => {},
+      });
     try {
       process.env.R_PROFILE = profile;
       writeFileSync(profile, `options(repos = c(CRAN = "https://mirror.example.org/cran", extra = "https://packages.example.org"))\n`);
-      const mirror = await ensureRPackages({
-        rExecutable: "R",
-        library: join(root, "lib-repos"),
-        packages: ["jsonlite"],
-        repos: [],
-        systemPackages: false,
-        progress: () => {},
-      });
+      const mirror = await reposOf([]);
       expect(mirror.repos).to.deep.equal(["https://mirror.example.org/cran", "https://packages.example.org"]);
       writeFileSync(profile, `options(repos = c(CRAN = "@CRAN@"))\n`);
-      const unset = await ensureRPackages({
-        rExecutable: "R",
-        library: join(root, "lib-repos"),
-        packages: ["jsonlite"],
-        repos: [],
-        systemPackages: false,
-        progress: () => {},
-      });
+      const unset = await reposOf([]);
       expect(unset.repos).to.deep.equal([DEFAULT_REPOSITORY]);
-      const configured = await ensureRPackages({
-        rExecutable: "R",
-        library: join(root, "lib-repos"),
-        packages: ["jsonlite"],
-        repos: [repo],
-        systemPackages: false,
-        progress: () => {},
-      });
+      const configured = await reposOf([repo]);
       expect(configured.repos).to.deep.equal([repo]);
     } finally {
       if (saved === undefined) delete process.env.R_PROFILE;

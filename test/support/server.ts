@@ -36,17 +36,17 @@ export interface ConfigPatch {
   readonly limits?: Partial<Config["limits"]>;
   readonly auth?: Partial<Config["auth"]>;
   readonly server?: Partial<Config["server"]>;
+  readonly metrics?: Partial<Config["metrics"]>;
   /** Certificate and key files: the server speaks HTTPS only and `url` is https. */
   readonly tls?: Config["tls"];
   /** The service log; warnings and errors on stderr by default. */
   readonly logger?: Logger;
 }
 
-/** A whole server on a free loopback port with a fresh data folder; `stop()` removes both. */
-export async function startTestServer(patch: ConfigPatch = {}): Promise<TestServer> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "rock-test-"));
+/** The configuration of a test server on `dataDir`: a free loopback port, the test users, R not started. */
+export function testConfig(dataDir: string, patch: Omit<ConfigPatch, "logger"> = {}): Config {
   const base = defaults();
-  const config: Config = {
+  return {
     ...base,
     port: 0,
     host: "127.0.0.1",
@@ -60,7 +60,14 @@ export async function startTestServer(patch: ConfigPatch = {}): Promise<TestServ
     // Tests log in wrongly on purpose from one address: only tests about the throttle ask for it.
     auth: { ...base.auth, maxFailures: 0, ...patch.auth },
     server: { ...base.server, ...patch.server },
+    metrics: { ...base.metrics, ...patch.metrics },
   };
+}
+
+/** A whole server on a free loopback port with a fresh data folder; `stop()` removes both. */
+export async function startTestServer(patch: ConfigPatch = {}): Promise<TestServer> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "rock-test-"));
+  const config = testConfig(dataDir, patch);
   let rock: Rock;
   try {
     rock = await startRock(config, { logger: patch.logger ?? createLogger({ level: "warn" }), announce: () => {} });

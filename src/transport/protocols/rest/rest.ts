@@ -91,6 +91,7 @@ export function createRest(opts: RestOptions): Rest {
     },
   };
 
+  /** Runs the call the route names and answers it; the call ends (its signal with it) once it is answered. */
   async function serve(
     req: ServerRequest,
     res: ServerResponse,
@@ -100,41 +101,30 @@ export function createRest(opts: RestOptions): Rest {
     baseUrl: string,
   ): Promise<void> {
     try {
-      await dispatch(req, res, call, route, parts, baseUrl);
+      const context = call.context;
+      switch (route.spec.kind) {
+        case "unary": {
+          const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
+          const output = await invokeUnaryImplementation(route.spec, context, input, interceptors);
+          return sendAnswer(res, call, encodeUnary(route, output, context.responseHeader, baseUrl));
+        }
+        case "server_streaming": {
+          const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
+          const output = transformInvokeImplementation(route.spec, context, interceptors)(single(input));
+          return await streamOut(route, output, context, res, call);
+        }
+        case "client_streaming": {
+          const input = uploadMessages(route, req, parts, opts.maxUploadBytes);
+          const outputs = transformInvokeImplementation(route.spec, context, interceptors)(input);
+          let output: Message | undefined;
+          for await (const m of outputs) output = m;
+          return sendAnswer(res, call, encodeUnary(route, output ?? create(route.spec.method.output), context.responseHeader, baseUrl));
+        }
+        default:
+          throw new ConnectError("bidirectional streams are not served over REST", Code.Unimplemented);
+      }
     } finally {
       call.end();
-    }
-  }
-
-  async function dispatch(
-    req: ServerRequest,
-    res: ServerResponse,
-    call: Call,
-    route: Route,
-    parts: RequestParts,
-    baseUrl: string,
-  ): Promise<void> {
-    const context = call.context;
-    switch (route.spec.kind) {
-      case "unary": {
-        const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
-        const output = await invokeUnaryImplementation(route.spec, context, input, interceptors);
-        return sendAnswer(res, call, encodeUnary(route, output, context.responseHeader, baseUrl));
-      }
-      case "server_streaming": {
-        const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
-        const output = transformInvokeImplementation(route.spec, context, interceptors)(single(input));
-        return streamOut(route, output, context, res, call);
-      }
-      case "client_streaming": {
-        const input = uploadMessages(route, req, parts, opts.maxUploadBytes);
-        const outputs = transformInvokeImplementation(route.spec, context, interceptors)(input);
-        let output: Message | undefined;
-        for await (const m of outputs) output = m;
-        return sendAnswer(res, call, encodeUnary(route, output ?? create(route.spec.method.output), context.responseHeader, baseUrl));
-      }
-      default:
-        throw new ConnectError("bidirectional streams are not served over REST", Code.Unimplemented);
     }
   }
 
