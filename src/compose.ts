@@ -106,6 +106,8 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
         metrics?.recordEngine(event);
       },
     });
+    // Before the port opens: a session the previous run saved is never answered 404.
+    await engine.restoreSessions();
     // After the engine: its gauges read it.
     if (config.metrics.enabled) {
       metrics = new ServiceMetrics({

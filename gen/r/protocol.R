@@ -31,6 +31,8 @@ to_session_live_rds <- "B" # evaluate live, answer R serialization; body: the sc
 to_session_assign <- "A" # assign the value of the body to symbol; body: the script (UTF-8) or the R serialization
 to_session_assign_fields <- c("source", "symbol")
 to_session_drain <- "D" # consume a SIGINT that landed after the evaluation it aimed at; not answered
+to_session_save <- "Z" # save the session's state into path, the process living on (answered by json: what could not be saved); field: path
+to_session_restore <- "H" # restore the state saved in path, before any other request (answered by an empty value, or an error); field: path
 # A session -> Node (main and output sockets)
 from_session_main <- "C" # greeting of the main socket
 from_session_main_fields <- c("token", "pid", "proof")

@@ -126,6 +126,12 @@ export interface RConfig {
   readonly sessionTimeoutMinutes: number;
   /** How often idle sessions are looked for. */
   readonly sessionCheckSeconds: number;
+  /** Suspend sessions idle for this long; <= 0: never on idle. */
+  readonly suspendIdleMinutes: number;
+  /** Save the state of a session R changed once it is idle this long, its process living on; <= 0: never. */
+  readonly checkpointIdleSeconds: number;
+  /** The saved states together, MiB; 0: a quarter of the data folder's file system. */
+  readonly suspendedMaxMb: number;
   /** Interrupt an evaluation running longer than this; <= 0 disables. */
   readonly maxEvalSeconds: number;
   /** Upper bound of `wait=true` on commands and results. */

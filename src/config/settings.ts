@@ -104,6 +104,24 @@ export const SETTINGS = {
       default: 240,
       meaning: "idle sessions are closed; <= 0: never",
     }),
+    suspendIdleMinutes: new Setting(number, {
+      env: "ROCK_R_SUSPEND_IDLE_MINUTES",
+      default: 30,
+      meaning:
+        "a session idle this long is suspended: its state saved to disk by its own process, which then ends; its next call resumes it (Sessions that outlive their process); <= 0: never on idle",
+    }),
+    checkpointIdleSeconds: new Setting(number, {
+      env: "ROCK_R_CHECKPOINT_IDLE_SECONDS",
+      default: 60,
+      meaning:
+        "a session that R changed and that then stayed idle this long has its state saved, its process living on: what a crash of the service can lose; <= 0: never",
+    }),
+    suspendedMaxMb: new Setting(number, {
+      env: "ROCK_R_SUSPENDED_MAX_MB",
+      default: 0,
+      shown: "0: ¼ of the data folder's file system",
+      meaning: "the sessions' saved states together, MiB; past it the suspended session idle longest is ended",
+    }),
     sessionCheckSeconds: new Setting(number, {
       env: "ROCK_R_SESSION_CHECK_SECONDS",
       default: 600,

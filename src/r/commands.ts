@@ -16,10 +16,29 @@ export interface CommandInfo {
   readonly result: Buffer | undefined;
 }
 
+/** A command as a session's record on disk keeps it (engine/records.ts): dates as ISO text, the result as base64. */
+export interface CommandRecord {
+  readonly id: string;
+  readonly script: string;
+  readonly status: CommandStatus;
+  readonly createdAt: string;
+  readonly startAt?: string;
+  readonly endAt?: string;
+  readonly error?: string;
+  readonly format?: ValueFormat;
+  readonly result?: string;
+}
+
+/** A session's commands on disk: the next id and the entries. */
+export interface CommandsRecord {
+  readonly next: number;
+  readonly entries: readonly CommandRecord[];
+}
+
 /** An asynchronous operation of a session, from submission to the retrieval of its result. */
 export class CommandEntry implements CommandInfo {
   status: CommandStatus = "PENDING";
-  readonly createdAt = new Date();
+  createdAt = new Date();
   startAt: Date | undefined;
   endAt: Date | undefined;
   error: string | undefined;
@@ -48,14 +67,14 @@ export class CommandEntry implements CommandInfo {
     this.startAt = new Date();
   }
 
-  completed(result: Buffer | undefined): void {
+  completed(result: Buffer | undefined, at?: Date): void {
     this.result = result;
-    this.end("COMPLETED");
+    this.end("COMPLETED", at);
   }
 
-  failed(error: string): void {
+  failed(error: string, at?: Date): void {
     this.error = error;
-    this.end("FAILED");
+    this.end("FAILED", at);
   }
 
   /** Resolves when finished, or after `ms` (whichever comes first). */
@@ -66,9 +85,9 @@ export class CommandEntry implements CommandInfo {
     clearTimeout(timer);
   }
 
-  private end(status: CommandStatus): void {
+  private end(status: CommandStatus, at = new Date()): void {
     this.status = status;
-    this.endAt = new Date();
+    this.endAt = at;
     this.settle();
   }
 }
@@ -79,6 +98,44 @@ export class CommandList {
   private readonly entries = new Map<string, CommandEntry>();
 
   constructor(private readonly sessionId: string) {}
+
+  /**
+   * The commands a record kept. One that had not finished when it was written (the service stopped or
+   * crashed first) failed with `unfinished`: nothing runs it any more.
+   */
+  static fromRecord(sessionId: string, record: CommandsRecord, unfinished: string): CommandList {
+    const list = new CommandList(sessionId);
+    list.next = record.next;
+    for (const r of record.entries) {
+      const entry = new CommandEntry(r.id, sessionId, r.script, r.format);
+      entry.createdAt = new Date(r.createdAt);
+      entry.startAt = r.startAt === undefined ? undefined : new Date(r.startAt);
+      entry.result = r.result === undefined ? undefined : Buffer.from(r.result, "base64");
+      if (r.status === "COMPLETED") entry.completed(entry.result, r.endAt === undefined ? undefined : new Date(r.endAt));
+      else if (r.status === "FAILED") entry.failed(r.error ?? unfinished, r.endAt === undefined ? undefined : new Date(r.endAt));
+      else entry.failed(unfinished);
+      list.entries.set(entry.id, entry);
+    }
+    return list;
+  }
+
+  toRecord(): CommandsRecord {
+    const iso = (date: Date | undefined): string | undefined => date?.toISOString();
+    return {
+      next: this.next,
+      entries: this.list().map((e) => ({
+        id: e.id,
+        script: e.script,
+        status: e.status,
+        createdAt: e.createdAt.toISOString(),
+        ...(e.startAt ? { startAt: iso(e.startAt) } : {}),
+        ...(e.endAt ? { endAt: iso(e.endAt) } : {}),
+        ...(e.error === undefined ? {} : { error: e.error }),
+        ...(e.format === undefined ? {} : { format: e.format }),
+        ...(e.result === undefined ? {} : { result: e.result.toString("base64") }),
+      })),
+    };
+  }
 
   add(script: string, format: ValueFormat | undefined): CommandEntry {
     const entry = new CommandEntry(String(this.next++), this.sessionId, script, format);

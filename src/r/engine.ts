@@ -1,5 +1,7 @@
+import { statfsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { cpus } from "node:os";
+import { join } from "node:path";
 import type { RConfig } from "../config/config.js";
 import type { ConsoleLog } from "./console-log.js";
 import { noSuchSession, notRunning, outOfMemory, tooManySessions } from "./errors.js";
@@ -7,12 +9,14 @@ import type { Fault } from "../errors/fault.js";
 import type { SessionQuota, SessionQuotas } from "./confine/quotas.js";
 import type { ValueFormat } from "./protocol.js";
 import type { RServerProcess } from "./rserver.js";
-import { RSession } from "./session.js";
+import { RSession, type SessionStart } from "./session.js";
 import type { EngineEvent } from "./engine/events.js";
 import { type Fork, SessionHomes } from "./engine/homes.js";
 import { probe } from "./engine/probe.js";
+import { SessionRecords } from "./engine/records.js";
 import { SparePool } from "./engine/spares.js";
 import { RServerSupervisor } from "./engine/supervisor.js";
+import { Suspension } from "./engine/suspension.js";
 
 export type { EngineEvent } from "./engine/events.js";
 
@@ -49,6 +53,8 @@ export interface EngineStatus {
   readonly sessions: {
     readonly total: number;
     readonly busy: number;
+    /** Sessions whose state is saved and whose process ended (they hold no memory). */
+    readonly suspended: number;
     /** With quotas: what all sessions' control groups account, and each open session's. */
     readonly memoryBytes?: number;
     readonly cpuSeconds?: number;
@@ -72,6 +78,10 @@ export class REngine {
   private readonly pool: SparePool;
   private readonly sessionsById = new Map<string, RSession>();
   private readonly idleTimer: NodeJS.Timeout | undefined;
+  private readonly suspension: Suspension;
+  private readonly sweepTimer: NodeJS.Timeout | undefined;
+  /** Sessions of an earlier run of the service that came back (their folders stay at its first start). */
+  private readonly restored = new Set<string>();
   /** Concurrent Checks share one probe. */
   private checking: Promise<boolean> | undefined;
   /** Sessions being created, counted against the limits before they exist. */
@@ -89,7 +99,7 @@ export class REngine {
     this.supervisor = new RServerSupervisor({
       ...options,
       emit,
-      cleanup: () => this.homes.removeLeftovers(),
+      cleanup: () => this.removeLeftovers(),
       started: () => this.pool.fill(),
       lost: () => {
         void this.endAllSessions();
@@ -102,10 +112,34 @@ export class REngine {
       target: () => this.spareTarget(),
       emit,
     });
+    this.suspension = new Suspension({
+      config: options.config,
+      homes: this.homes,
+      records: new SessionRecords(join(options.dataDir, "r-sessions")),
+      server: () => this.supervisor.serverFor(),
+      freeUid: async () => {
+        const spare = this.pool.take();
+        if (spare) await this.homes.release(await spare);
+      },
+      sessions: () => this.sessions(),
+      onProcess: (id, fork) => {
+        if (fork?.quota) this.quotaOf.set(id, fork.quota);
+        else this.quotaOf.delete(id);
+      },
+      // Its uid and its place under r.maxSessions are free again: a spare can take them.
+      freed: () => this.pool.fill(),
+      emit,
+      maxBytes: suspendedMaxBytes(options.config.suspendedMaxMb, options.dataDir),
+    });
     const { sessionTimeoutMinutes, sessionCheckSeconds } = options.config;
     if (sessionTimeoutMinutes > 0 && sessionCheckSeconds > 0) {
       this.idleTimer = setInterval(() => void this.closeIdleSessions(), sessionCheckSeconds * 1000);
       this.idleTimer.unref();
+    }
+    const sweepMs = sweepInterval(options.config);
+    if (sweepMs !== undefined) {
+      this.sweepTimer = setInterval(() => this.suspension.sweep(), sweepMs);
+      this.sweepTimer.unref();
     }
   }
 
@@ -116,6 +150,17 @@ export class REngine {
   /** The R server's process id (also its process group) while it runs. */
   get serverPid(): number | undefined {
     return this.supervisor.server?.pid;
+  }
+
+  /**
+   * Lists again, suspended, the sessions an earlier run of the service saved (at its stop, or a
+   * checkpoint before it crashed); before boot(), whose first start removes what else it left.
+   */
+  async restoreSessions(): Promise<void> {
+    for (const { record, start } of await this.suspension.restorable()) {
+      this.restored.add(record.id);
+      this.addSession(record.id, record.subject, start, undefined);
+    }
   }
 
   /** Starts the R server process when the configuration asks for it at service start. */
@@ -139,11 +184,25 @@ export class REngine {
     });
   }
 
-  /** Stops everything for good (shutdown, tests). */
+  /**
+   * Stops everything for good (shutdown, tests): every session is suspended first (what is queued
+   * fails, a running evaluation is interrupted), so that the next start with the same data folder
+   * lists it again; a session whose state cannot be saved ends, or keeps its last saved state.
+   */
   async close(): Promise<void> {
     this.supervisor.close();
     clearInterval(this.idleTimer);
+    clearInterval(this.sweepTimer);
+    const sessions = this.sessions();
+    await Promise.all(sessions.map((s) => (s.suspended ? undefined : this.suspension.suspend(s, "stop").catch(() => undefined))));
+    // Saved, they are the next start's: not ended with the R server.
+    for (const s of sessions) if (s.suspended) this.sessionsById.delete(s.id);
     await this.stop();
+  }
+
+  /** Suspends the session at once (after what it runs and has queued); rejects when its state cannot be saved. */
+  suspendSession(session: RSession): Promise<void> {
+    return this.suspension.suspend(session, "asked");
   }
 
   async status(): Promise<EngineStatus> {
@@ -159,6 +218,7 @@ export class REngine {
       sessions: {
         total: sessions.length,
         busy: sessions.filter((s) => s.busy).length,
+        suspended: sessions.filter((s) => s.suspended).length,
         ...(quotas && usage ? { memoryBytes: quotas.memoryBytes(), cpuSeconds: quotas.cpuSeconds(), usage } : {}),
       },
       cores: running ? cpus().length : -1,
@@ -270,27 +330,45 @@ export class REngine {
       await this.homes.release(fork);
       throw notRunning();
     }
-    const { id, dirs, child } = fork;
+    const session = this.addSession(
+      fork.id,
+      subject,
+      { process: { child: fork.child, ...(fork.dirs.owner ? { owner: fork.dirs.owner } : {}) } },
+      fork,
+    );
+    this.emit({ kind: "session-opened", id: fork.id, user: subject });
+    return session;
+  }
+
+  /** A session among the open ones, with a process (`fork`) or suspended. */
+  private addSession(id: string, subject: string, start: SessionStart, fork: Fork | undefined): RSession {
     const { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds } = this.options.config;
-    // Its uid and its place under r.maxSessions are free again once it is disposed of: a spare can take them.
-    const dispose = (): Promise<void> => this.homes.dispose(fork).finally(() => this.pool.fill());
+    const host = this.suspension.host(id, subject, fork);
     // A session the kernel ended for its memory says so, to its running call and to every later one.
     const endedBy = (): Fault | undefined => {
-      const reason = fork.quota?.endedBy();
+      const reason = this.quotaOf.get(id)?.endedBy();
       if (reason === undefined) return undefined;
       this.emit({ kind: "session-out-of-memory", id, user: subject, reason });
       return remember(this.endedSessions, id, outOfMemory(reason));
     };
-    const session = new RSession(id, subject, dirs, child, { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds, endedBy }, dispose);
+    const folders = this.homes.folders(id);
+    const session = new RSession(id, subject, folders, start, { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds, endedBy }, host);
     this.sessionsById.set(id, session);
-    if (fork.quota) this.quotaOf.set(id, fork.quota);
-    this.emit({ kind: "session-opened", id, user: subject });
+    if (fork?.quota) this.quotaOf.set(id, fork.quota);
     session.onEnd(() => {
       this.sessionsById.delete(id);
-      this.quotaOf.delete(id);
       this.emit({ kind: "session-closed", id, user: subject });
     });
     return session;
+  }
+
+  /**
+   * What the previous run of the service left when it ended without cleaning up (engine/homes.ts),
+   * but the folders of the sessions that came back; says which sessions came back and which ended.
+   */
+  private async removeLeftovers(): Promise<void> {
+    const ended = await this.homes.removeLeftovers(this.restored);
+    if (this.restored.size > 0 || ended.length > 0) this.emit({ kind: "sessions-restored", restored: [...this.restored], ended });
   }
 
   private async closeIdleSessions(): Promise<void> {
@@ -301,6 +379,27 @@ export class REngine {
       this.emit({ kind: "session-reaped", id: session.id, user: session.subject });
     }
     await Promise.all(idle.map((s) => s.end()));
+  }
+}
+
+/**
+ * How often the sessions are looked at for a checkpoint or a suspend: a quarter of the shorter idle
+ * time, between 1 s and a minute; undefined when neither is on.
+ */
+function sweepInterval(config: RConfig): number | undefined {
+  const idle = [config.checkpointIdleSeconds * 1000, config.suspendIdleMinutes * 60_000].filter((ms) => ms > 0);
+  if (idle.length === 0) return undefined;
+  return Math.min(60_000, Math.max(1000, Math.min(...idle) / 4));
+}
+
+/** r.suspendedMaxMb in bytes; 0: a quarter of the file system that holds the data folder. */
+function suspendedMaxBytes(mb: number, dataDir: string): number {
+  if (mb > 0) return mb * 1048576;
+  try {
+    const fs = statfsSync(dataDir);
+    return Math.floor((fs.blocks * fs.bsize) / 4);
+  } catch {
+    return 0;
   }
 }
 

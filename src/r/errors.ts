@@ -58,3 +58,16 @@ export function tooManySessions(message: string): Fault {
 export function outOfMemory(reason: string): Fault {
   return new Fault("limit", reason);
 }
+
+/** A session's process could not save its state (suspend, checkpoint): the session lives on as it was. */
+export function sessionNotSaved(id: string, why: string): Fault {
+  return new Fault("internal", `R session ${id} could not be saved: ${why}`);
+}
+
+/**
+ * A suspended session could not be brought back: its call fails (500, naming it), the session stays
+ * suspended with its saved state, and nothing else is touched.
+ */
+export function sessionNotResumed(id: string, why: string): Fault {
+  return new Fault("internal", `R session ${id} could not be resumed: ${why}`);
+}

@@ -7,6 +7,9 @@ import { runAs, type Owner } from "./confine/as-owner.js";
 import { badPath } from "./errors.js";
 import type { SessionDirs } from "./session.js";
 
+/** The folders a download reads from. */
+type DownloadDirs = Pick<SessionDirs, "home" | "work" | "tmp" | "owner">;
+
 /**
  * Read size of a download, and so its message size. Measured on 1 GiB: 256 KiB reads reached about half
  * of what 512 KiB do; 1 MiB was as fast in some server processes and in others took three times the
@@ -190,7 +193,7 @@ async function checkDestination({ root, path, overwrite }: UploadTarget): Promis
  * Opens a session file for download, refusing (400) what is missing, a folder, or resolves outside the
  * root; the file is opened before anything is sent, so errors come before the first chunk.
  */
-export async function openDownload(dirs: SessionDirs, temp: boolean, path: string): Promise<AsyncIterable<Buffer>> {
+export async function openDownload(dirs: DownloadDirs, temp: boolean, path: string): Promise<AsyncIterable<Buffer>> {
   const root = temp ? dirs.tmp : dirs.work;
   const source = lexical(root, path);
   if (source === undefined) throw badPath("Source file path is not valid");
@@ -209,7 +212,7 @@ export async function openDownload(dirs: SessionDirs, temp: boolean, path: strin
  * or replace: its parent is the service's), that the session's uid could read itself. Only then is that
  * same file opened, through its descriptor, so a path swapped meanwhile leads nowhere else.
  */
-async function openChecked(real: string, dirs: SessionDirs): Promise<FileHandle> {
+async function openChecked(real: string, dirs: DownloadDirs): Promise<FileHandle> {
   const named = await open(real, O_PATH | constants.O_NOFOLLOW).catch(() => {
     throw badPath("File does not exist");
   });

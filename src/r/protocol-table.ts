@@ -59,6 +59,8 @@ export const FIELDS = {
   text: "text",
   /** A value as JSON text. */
   json: "bytes",
+  /** The file a session's state is saved into or restored from (src/r/session-state.R). */
+  path: "text",
 } as const satisfies Record<string, FieldKind>;
 
 export type FieldName = keyof typeof FIELDS;
@@ -111,6 +113,16 @@ export const TO_SESSION = {
     body: "the script (UTF-8) or the R serialization",
   },
   drain: { letter: "D", doc: "consume a SIGINT that landed after the evaluation it aimed at; not answered", fields: [] },
+  save: {
+    letter: "Z",
+    doc: "save the session's state into path, the process living on (answered by json: what could not be saved)",
+    fields: ["path"],
+  },
+  restore: {
+    letter: "H",
+    doc: "restore the state saved in path, before any other request (answered by an empty value, or an error)",
+    fields: ["path"],
+  },
 } as const satisfies Record<string, FrameSpec>;
 
 /** A session -> Node: the greeting of each of its two sockets, then on the main one answers and events. */

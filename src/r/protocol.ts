@@ -81,3 +81,13 @@ export function forkFrame(fork: ForkRequest, identity?: SessionIdentity): Buffer
 export function versionFrame(format: ValueFormat): Buffer {
   return frameOf(TO_SERVER.version, { format });
 }
+
+/** Saves the session's state into `path`, the process living on. */
+export function saveFrame(path: string): Buffer {
+  return frameOf(TO_SESSION.save, { path });
+}
+
+/** Restores the state saved in `path`: a resumed session's first request. */
+export function restoreFrame(path: string): Buffer {
+  return frameOf(TO_SESSION.restore, { path });
+}

@@ -3,16 +3,43 @@ import { CommandList, type CommandEntry } from "./commands.js";
 import type { Owner } from "./confine/as-owner.js";
 import { cpuSeconds } from "./confine/processes.js";
 import type { Fault } from "../errors/fault.js";
-import { rError, sessionEnded } from "./errors.js";
-import { assignFrame, evalFrame, type AssignSource, type ValueFormat } from "./protocol.js";
+import { rError, sessionEnded, sessionNotSaved } from "./errors.js";
+import { assignFrame, evalFrame, saveFrame, type AssignSource, type ValueFormat } from "./protocol.js";
 
 /** A session's folders: `work` (its working directory), `tmp` (its tempdir()), both inside `home`. */
-export interface SessionDirs {
+export interface SessionFolders {
   readonly home: string;
   readonly work: string;
   readonly tmp: string;
+  /** The file its state is saved into by its own process (src/r/session-state.R), in `home`. */
+  readonly state: string;
+}
+
+/** A session's folders as its process sees them now. */
+export interface SessionDirs extends SessionFolders {
   /** Who owns them when the session is isolated: file operations in them run as that uid. */
   readonly owner?: Owner;
+}
+
+/** A process of a session: the R process forked for it, its uid when isolated. */
+export interface SessionProcess {
+  readonly child: RChild;
+  readonly owner?: Owner;
+}
+
+/**
+ * Where a session's processes come from and go (the engine's homes): a session lives on without a
+ * process once its state is saved (suspended), and gets a new one on its next call.
+ */
+export interface SessionHost {
+  /** A new process of the session with its saved state restored into it; rejects with why not. */
+  resume(): Promise<SessionProcess>;
+  /** Ends the process and what it started, and frees its uid; the folders stay, the state in them. */
+  release(process: SessionProcess): Promise<void>;
+  /** The session's state file is in place: it is recorded, with what could not be saved. */
+  saved(session: RSession, lost: readonly string[]): Promise<void>;
+  /** Ends whatever the session left (its process's others, its folders, its saved state). */
+  dispose(process: SessionProcess | undefined): Promise<void>;
 }
 
 export interface SessionOptions {
@@ -30,8 +57,10 @@ export interface SessionOptions {
 const CPU_CHECK_MS = 1000;
 
 interface Job {
+  /** The service's own work on the session's state: runs as it is, suspended or not. */
+  readonly own?: true;
   run(): Promise<void>;
-  /** Called instead of `run` when the session ends first. */
+  /** Called instead of `run` when the session ends first, or its process could not be resumed. */
   drop(reason: Error): void;
 }
 
@@ -47,35 +76,61 @@ export interface SessionInfo {
   /** The user who created it. */
   readonly subject: string;
   readonly busy: boolean;
+  /** Its state saved and its process ended: the next call resumes it. */
+  readonly suspended: boolean;
   readonly createdAt: Date;
   readonly lastAccess: Date;
 }
 
+/** What a session starts from: a new process, or (suspended) its state saved by an earlier one. */
+export type SessionStart =
+  | { readonly process: SessionProcess }
+  | { readonly createdAt: Date; readonly lastAccess: Date; readonly savedAt: Date; readonly commands?: CommandList };
+
 /**
  * A stateful R session: one forked R process whose operations (sync calls, commands, Execute) run one
- * at a time in submission order.
+ * at a time in submission order. Its state can be saved by its process (a checkpoint) and its process
+ * ended (suspended): the next operation that needs R first resumes it in a new process.
  */
 export class RSession implements SessionInfo {
-  readonly createdAt = new Date();
-  lastAccess = this.createdAt;
+  readonly createdAt: Date;
+  lastAccess: Date;
   readonly commands: CommandList;
+  private process: SessionProcess | undefined;
+  /** When its state was last saved whole; undefined: never. */
+  private saved: Date | undefined;
+  /** R ran something since the state was last saved (or restored). */
+  private changed = false;
   private readonly queue: Job[] = [];
   private active = false;
   private ended = false;
   private endReason: Fault | undefined;
   private readonly endListeners: Array<() => void> = [];
+  /** Why the service stopped the session (shutDown): what it was running failed for that. */
+  private stopping: Error | undefined;
+  /** File operations under way: the process is not suspended under them. */
+  private users = 0;
+  private usersGone: (() => void) | undefined;
 
   constructor(
     readonly id: string,
     readonly subject: string,
-    readonly dirs: SessionDirs,
-    private readonly child: RChild,
+    private readonly folders: SessionFolders,
+    start: SessionStart,
     private readonly options: SessionOptions,
-    /** Ends whatever the session's process left (its other processes, its folders). */
-    private readonly dispose: () => Promise<void>,
+    private readonly host: SessionHost,
   ) {
-    this.commands = new CommandList(id);
-    child.onClose(() => void this.end());
+    if ("process" in start) {
+      this.createdAt = new Date();
+      this.lastAccess = this.createdAt;
+      this.commands = new CommandList(id);
+      this.adopt(start.process);
+    } else {
+      this.createdAt = start.createdAt;
+      this.lastAccess = start.lastAccess;
+      this.saved = start.savedAt;
+      this.commands = start.commands ?? new CommandList(id);
+    }
   }
 
   get busy(): boolean {
@@ -84,6 +139,26 @@ export class RSession implements SessionInfo {
 
   get closed(): boolean {
     return this.ended;
+  }
+
+  get suspended(): boolean {
+    return this.process === undefined && !this.ended;
+  }
+
+  /** When the state was last saved whole; undefined: never. */
+  get savedAt(): Date | undefined {
+    return this.saved;
+  }
+
+  /** R ran something since its state was last saved. */
+  get unsaved(): boolean {
+    return this.changed || this.saved === undefined;
+  }
+
+  /** Its folders, with the uid that owns them while it has a process. */
+  get dirs(): SessionDirs {
+    const owner = this.process?.owner;
+    return owner ? { ...this.folders, owner } : this.folders;
   }
 
   touch(): void {
@@ -116,21 +191,129 @@ export class RSession implements SessionInfo {
     return entry;
   }
 
+  /**
+   * The session's folders as its process owns them (resumed first when suspended), for a file
+   * operation: the session is not suspended before `done()` is called.
+   */
+  async useFiles(): Promise<{ readonly dirs: SessionDirs; done(): void }> {
+    this.touch();
+    this.users++;
+    let done = false;
+    const release = (): void => {
+      if (done) return;
+      done = true;
+      if (--this.users === 0) this.usersGone?.();
+    };
+    try {
+      if (!this.process) await this.awaken();
+    } catch (error) {
+      release();
+      throw error;
+    }
+    return { dirs: this.dirs, done: release };
+  }
+
   /** SIGINT to the running evaluation, if any; the session and its variables stay. */
   interrupt(): boolean {
     this.touch();
-    return this.child.interrupt();
+    return this.process?.child.interrupt() ?? false;
   }
 
-  /** Kills the R process and everything it started, and removes the session's folders. */
+  /**
+   * Saves the state when R changed it since the last save (a checkpoint), the process living on;
+   * after what is queued. Rejects when R could not save it (the session lives on as it was).
+   */
+  checkpoint(): Promise<void> {
+    return this.own(async () => {
+      if (this.process && this.unsaved) await this.save(this.process);
+    });
+  }
+
+  /**
+   * Saves the state (unless saved since R last ran) and ends the process: the session holds no memory
+   * and no uid until its next call. After what is queued and any file operation under way. Rejects
+   * when the state could not be saved; the session then lives on as it was.
+   */
+  suspend(): Promise<void> {
+    return this.own(async () => {
+      if (this.users > 0) await new Promise<void>((resolve) => (this.usersGone = resolve));
+      this.usersGone = undefined;
+      const process = this.process;
+      if (!process || this.ended) return;
+      if (this.unsaved) await this.save(process);
+      await this.letGo(process);
+    });
+  }
+
+  /**
+   * The service stops: what is queued fails with `reason`, a running evaluation is interrupted, then
+   * the state is saved and the process ended. When that save fails, the last saved state is kept if
+   * there is one (what changed since is lost, and said by the rejection); otherwise the session ends.
+   */
+  async shutDown(reason: Error): Promise<void> {
+    this.stopping = reason;
+    for (const job of this.queue.splice(0)) job.drop(reason);
+    this.process?.child.interrupt();
+    try {
+      await this.suspend();
+    } catch (error) {
+      const process = this.process;
+      if (this.saved && process) await this.letGo(process);
+      else await this.end();
+      throw error;
+    }
+  }
+
+  /** Kills the R process and everything it started, and removes the session's folders and state. */
   async end(): Promise<void> {
     if (this.ended) return;
     this.ended = true;
-    this.child.kill();
+    const process = this.process;
+    this.process = undefined;
+    process?.child.kill();
     const reason = this.endedFault();
     for (const job of this.queue.splice(0)) job.drop(reason);
     for (const listener of this.endListeners.splice(0)) listener();
-    await this.dispose();
+    await this.host.dispose(process);
+  }
+
+  private adopt(process: SessionProcess): void {
+    this.process = process;
+    // Its process ending on its own (killed, its memory, R crashed) ends the session; not one the
+    // service ended itself after saving the state.
+    process.child.onClose(() => {
+      if (this.process === process) void this.end();
+    });
+  }
+
+  private async save(process: SessionProcess): Promise<void> {
+    this.changed = false;
+    const outcome = await process.child.run(saveFrame(this.folders.state));
+    if (!outcome.ok) {
+      this.changed = true;
+      throw sessionNotSaved(this.id, outcome.ended ? this.endedFault().message : outcome.error);
+    }
+    const { lost } = JSON.parse(outcome.value.toString("utf8")) as { lost?: unknown };
+    this.saved = new Date();
+    await this.host.saved(this, Array.isArray(lost) ? lost.map(String) : []);
+  }
+
+  private async letGo(process: SessionProcess): Promise<void> {
+    this.process = undefined;
+    await this.host.release(process);
+  }
+
+  /** The service's own work on the state, queued behind what runs; suspended or not. */
+  private own(work: () => Promise<void>): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.enqueue({
+        own: true,
+        async run() {
+          await work().then(resolve, reject);
+        },
+        drop: reject,
+      });
+    });
   }
 
   /**
@@ -139,7 +322,7 @@ export class RSession implements SessionInfo {
    * grace time is ended. `running` is the outcome of the evaluation being stopped.
    */
   private stop(running: Promise<Outcome>): void {
-    if (!this.child.interrupt()) return;
+    if (!this.process?.child.interrupt()) return;
     const grace = setTimeout(() => void this.end(), Math.max(0, this.options.interruptGraceSeconds) * 1000);
     void running.finally(() => clearTimeout(grace));
   }
@@ -153,6 +336,7 @@ export class RSession implements SessionInfo {
         entry.started();
         const outcome = await session.execute(frame);
         if (outcome.ok) entry.completed(withResult ? outcome.value : undefined);
+        else if (session.stopping) entry.failed(`${session.stopping.message} (${outcome.ended ? "its process ended" : outcome.error})`);
         else entry.failed(outcome.ended ? session.endedFault().message : outcome.error);
       },
       drop(reason) {
@@ -199,10 +383,13 @@ export class RSession implements SessionInfo {
   }
 
   private async execute(frame: Buffer, sink?: EventSink): Promise<Outcome> {
+    const child = this.process?.child;
+    if (!child) return { ok: false, error: this.endedFault().message, ended: true };
     const { maxEvalSeconds, maxEvalCpuSeconds } = this.options;
-    const running = this.child.run(frame, sink);
+    this.changed = true;
+    const running = child.run(frame, sink);
     const timer = maxEvalSeconds > 0 ? setTimeout(() => this.stop(running), maxEvalSeconds * 1000) : undefined;
-    const cpuWatch = maxEvalCpuSeconds > 0 ? this.watchCpu(running, maxEvalCpuSeconds) : undefined;
+    const cpuWatch = maxEvalCpuSeconds > 0 ? this.watchCpu(child.pid, running, maxEvalCpuSeconds) : undefined;
     try {
       return await running;
     } finally {
@@ -213,8 +400,7 @@ export class RSession implements SessionInfo {
   }
 
   /** Stops `running` once the session process used `limit` more seconds of CPU than when it began. */
-  private watchCpu(running: Promise<Outcome>, limit: number): NodeJS.Timeout {
-    const pid = this.child.pid;
+  private watchCpu(pid: number, running: Promise<Outcome>, limit: number): NodeJS.Timeout {
     const start = cpuSeconds(pid);
     const watch = setInterval(() => {
       void Promise.all([start, cpuSeconds(pid)]).then(([before, now]) => {
@@ -248,9 +434,33 @@ export class RSession implements SessionInfo {
     const job = this.queue.shift();
     if (!job) return;
     this.active = true;
-    job.run().finally(() => {
+    (job.own || this.process ? job.run() : this.resumeFor(job)).finally(() => {
       this.active = false;
       this.pump();
     });
+  }
+
+  /** A suspended session's next job: a new process with the saved state first, or the job dropped with why not. */
+  private async resumeFor(job: Job): Promise<void> {
+    let process: SessionProcess;
+    try {
+      process = await this.host.resume();
+    } catch (error) {
+      return job.drop(error instanceof Error ? error : new Error(String(error)));
+    }
+    if (this.ended) {
+      // Deleted while it resumed: the new process goes too.
+      process.child.kill();
+      await this.host.release(process);
+      return job.drop(this.endedFault());
+    }
+    this.adopt(process);
+    this.changed = false;
+    await job.run();
+  }
+
+  /** A job that only needs the process: a suspended session is resumed for it. */
+  private awaken(): Promise<void> {
+    return new Promise((resolve, reject) => this.enqueue({ run: async () => resolve(), drop: reject }));
   }
 }

@@ -14,6 +14,8 @@ local({
   # The protocol's letters, fields and markers: gen/r/protocol.R, made from src/r/protocol-table.ts by
   # `npm run gen`; its path is this script's one argument.
   sys.source(commandArgs(trailingOnly = TRUE)[1L], envir = environment())
+  # A session's state saved and restored (src/r/session-state.R, the script's second argument).
+  sys.source(commandArgs(trailingOnly = TRUE)[2L], envir = environment())
 
   stdin_con <- file("stdin")
   open(stdin_con)
@@ -223,6 +225,12 @@ local({
         assign(fields[["symbol"]], value, envir = globalenv())
         raw(0L)
       }, announce, FALSE)
+    } else if (type == to_session_save) {
+      path <- readBin(p, "character", 1L)
+      evaluate(con, out, function() as_json(save_state(path, state$initial_env)), announce, FALSE)
+    } else if (type == to_session_restore) {
+      path <- readBin(p, "character", 1L)
+      evaluate(con, out, function() restore_state(path), announce, FALSE)
     } else if (type == to_session_drain) {
       drain_interrupt()
     } else stop("unknown frame type ", type)
@@ -293,6 +301,8 @@ local({
     assign("tempdir", function(check = FALSE) tmpdir, envir = base)
     lockBinding("tempdir", base)
     if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) rm(".Random.seed", envir = globalenv())
+    # What a saved state's environment variables are told apart from (session-state.R).
+    state$initial_env <- Sys.getenv()
     con <- if (is.null(links)) connect("r+b") else links$con
     out <- if (is.null(links)) connect("wb") else links$out
     # The token came through the R server, so a later fork may find it in the memory it inherits: an

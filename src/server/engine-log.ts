@@ -21,6 +21,32 @@ export function engineLog(logger: Logger): (event: EngineEvent) => void {
         return logger.info("R session idle, closing", { session: e.id, user: e.user });
       case "session-out-of-memory":
         return logger.warn(e.reason, { session: e.id, user: e.user });
+      case "session-suspended":
+        return logger.info(
+          e.why === "stop" ? "R session suspended for the stop" : e.why === "idle" ? "R session idle, suspended" : "R session suspended",
+          {
+            session: e.id,
+            user: e.user,
+            ms: e.ms,
+            bytes: e.bytes,
+            ...(e.lost.length > 0 ? { notSaved: e.lost } : {}),
+          },
+        );
+      case "session-checkpointed":
+        return logger.info("R session checkpointed", { session: e.id, user: e.user, ms: e.ms, bytes: e.bytes });
+      case "session-resumed":
+        return logger.info("R session resumed", { session: e.id, user: e.user, ms: e.ms });
+      case "session-save-failed":
+        return logger.warn("R session could not be saved", { session: e.id, user: e.user, error: e.error });
+      case "session-resume-failed":
+        return logger.error("R session could not be resumed", { session: e.id, user: e.user, error: e.error });
+      case "session-evicted":
+        return logger.warn(e.reason, { session: e.id, user: e.user });
+      case "sessions-restored":
+        return logger.info(
+          `R sessions of the previous run: ${e.restored.length} back from their saved state (suspended), ${e.ended.length} ended (no saved state)`,
+          { restored: e.restored, ended: e.ended },
+        );
       case "spare-died":
         return logger.warn("spare R session process died; another is forked at the next session or check");
     }

@@ -45,7 +45,7 @@ const h1 = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
 const g = new grpc.Server();
 const impl: Pick<RServiceServer, "getSession"> = {
   getSession: (req, cb) =>
-    cb(null, { session: { id: req.request.id, subject: SUBJECT, busy: false, createdDate: "", lastAccessDate: "" } }),
+    cb(null, { session: { id: req.request.id, subject: SUBJECT, busy: false, createdDate: "", lastAccessDate: "", suspended: false } }),
 };
 g.addService(RServiceService, impl);
 const grpcJs = await new Promise<number>((resolve, reject) =>

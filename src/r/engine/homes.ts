@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { rmdirSync } from "node:fs";
-import { chmod, chown, mkdir, readdir, rm } from "node:fs/promises";
+import { chmod, chown, lchown, mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RConfig } from "../../config/config.js";
 import type { RChild } from "../child.js";
@@ -12,7 +12,7 @@ import { UidPool } from "../confine/uid-pool.js";
 import { tooManySessions } from "../errors.js";
 import type { SessionIdentity } from "../protocol.js";
 import type { RServerProcess } from "../rserver.js";
-import type { SessionDirs } from "../session.js";
+import type { SessionDirs, SessionFolders } from "../session.js";
 
 export interface SessionHomesOptions {
   readonly config: RConfig;
@@ -61,33 +61,59 @@ export class SessionHomes {
     return this.uids?.available ?? Infinity;
   }
 
+  /** The folders of session `id`. */
+  folders(id: string): SessionFolders {
+    const home = join(this.options.sessionsDir, id);
+    return { home, work: join(home, "work"), tmp: join(home, "tmp"), state: join(home, STATE_FILE) };
+  }
+
   /**
    * Creates a session's folders and forks its R process there, as a uid of its own when isolated (its
    * folders are its own and private); nothing is left behind on failure.
    */
   async fork(server: RServerProcess): Promise<Fork> {
     const id = this.options.newSessionId?.() ?? randomUUID();
-    const home = join(this.options.sessionsDir, id);
+    return this.forkIn(server, id, async (dirs, uid) => {
+      await mkdir(dirs.home, { recursive: true, mode: 0o700 });
+      await Promise.all([mkdir(dirs.work, { mode: 0o700 }), mkdir(dirs.tmp, { mode: 0o700 })]);
+      if (uid !== undefined) await Promise.all([dirs.home, dirs.work, dirs.tmp].map((dir) => chown(dir, uid, uid)));
+    }).catch(async (error: unknown) => {
+      await removeFolders(this.folders(id));
+      throw error;
+    });
+  }
+
+  /**
+   * Forks a new process for the suspended session `id` in its folders, which (isolated) the uid it
+   * gets now is given, all that is in them; the folders stay on failure, the saved state in them.
+   */
+  resume(server: RServerProcess, id: string): Promise<Fork> {
+    return this.forkIn(server, id, async (dirs, uid) => {
+      // The session may have removed its own folders before; the home is the service's.
+      await Promise.all([mkdir(dirs.work, { recursive: true, mode: 0o700 }), mkdir(dirs.tmp, { recursive: true, mode: 0o700 })]);
+      if (uid !== undefined) await ownTree(dirs.home, uid);
+    });
+  }
+
+  /** Takes a uid, prepares the folders with it (`prepare`) and forks; on failure the uid and the group go. */
+  private async forkIn(
+    server: RServerProcess,
+    id: string,
+    prepare: (dirs: SessionDirs, uid: number | undefined) => Promise<void>,
+  ): Promise<Fork> {
     const uid = this.uids?.take();
-    const dirs: SessionDirs = {
-      home,
-      work: join(home, "work"),
-      tmp: join(home, "tmp"),
-      ...(uid === undefined ? {} : { owner: { uid, gid: uid } }),
-    };
+    const dirs: SessionDirs = { ...this.folders(id), ...(uid === undefined ? {} : { owner: { uid, gid: uid } }) };
     if (this.uids && uid === undefined) throw tooManySessions("Too many R sessions: every session uid of r.sessionUids is in use");
     let quota: SessionQuota | undefined;
     try {
-      await mkdir(home, { recursive: true, mode: 0o700 });
-      await Promise.all([mkdir(dirs.work, { mode: 0o700 }), mkdir(dirs.tmp, { mode: 0o700 })]);
-      if (uid !== undefined) await Promise.all([home, dirs.work, dirs.tmp].map((dir) => chown(dir, uid, uid)));
+      await prepare(dirs, uid);
       quota = uid === undefined ? undefined : this.options.quotas?.session(id);
       const child = await server.fork(dirs.work, dirs.tmp, uid === undefined ? undefined : this.identity(uid));
       // The fork waits for its first request: nothing of a caller's runs before it is in its group.
       quota?.place(child.pid);
       return { id, dirs, uid, child, ...(quota ? { quota } : {}) };
     } catch (error) {
-      await this.dispose({ id, dirs, uid, child: undefined, ...(quota ? { quota } : {}) });
+      await this.suspend({ id, dirs, uid, child: undefined, ...(quota ? { quota } : {}) });
       throw error;
     }
   }
@@ -102,14 +128,30 @@ export class SessionHomes {
    * too), then its folders; only then can the uid serve another session. A uid whose processes
    * survive is never handed out again.
    */
-  async dispose(fork: Omit<Fork, "child"> & { readonly child: RChild | undefined }): Promise<void> {
+  async dispose(fork: Ended): Promise<void> {
+    await this.endProcesses(fork, () => removeFolders(fork.dirs));
+  }
+
+  /**
+   * Ends a session's processes as dispose() does, but keeps its folders, its saved state among them:
+   * isolated, the home goes back to the service (root, 0700) before its uid is free, so the next
+   * session of that uid cannot reach what is in it (its files are still that uid's).
+   */
+  async suspend(fork: Ended): Promise<void> {
+    await this.endProcesses(fork, async () => {
+      if (fork.uid !== undefined) await chown(fork.dirs.home, 0, 0).catch(ignoreGone);
+    });
+  }
+
+  /** Kills and reaps the session's processes, removes its group, runs `then`, frees the uid. */
+  private async endProcesses(fork: Ended, then: () => Promise<void>): Promise<void> {
     fork.child?.kill();
     // Without its child the fork failed, maybe before its process was placed in the group: the uid tells.
     const group = fork.child ? fork.quota?.group : undefined;
     const reaped = fork.uid === undefined || (await reapSession(fork.uid, group));
     if (reaped && fork.quota && !fork.quota.group.remove())
       this.options.log.append(`The control group of session ${fork.id} could not be removed\n`);
-    await removeFolders(fork.dirs);
+    await then();
     if (fork.uid === undefined) return;
     if (reaped) this.uids?.give(fork.uid);
     else this.options.log.append(`Processes of session uid ${fork.uid} survived SIGKILL: the uid is not used again until restart\n`);
@@ -117,9 +159,10 @@ export class SessionHomes {
 
   /**
    * Session folders and processes of a previous run of the service that ended without cleaning up
-   * (a crash, SIGKILL): nobody can use them any more.
+   * (a crash, SIGKILL): nobody can use them any more. The folders of sessions in `kept` (their state
+   * was saved) stay, given back to the service until each is resumed.
    */
-  async removeLeftovers(): Promise<void> {
+  async removeLeftovers(kept: ReadonlySet<string>): Promise<string[]> {
     const { sessionsDir } = this.options;
     await mkdir(sessionsDir, { recursive: true, mode: 0o711 });
     await chmod(sessionsDir, 0o711);
@@ -136,7 +179,12 @@ export class SessionHomes {
     for (const group of this.options.quotas?.removeLeftovers() ?? [])
       this.options.log.append(`A control group of an earlier run could not be removed: ${group}\n`);
     const names = await readdir(sessionsDir);
-    await Promise.all(names.map((name) => rm(join(sessionsDir, name), { recursive: true, force: true })));
+    await Promise.all(
+      names.map((name) =>
+        kept.has(name) ? this.uids && chown(join(sessionsDir, name), 0, 0) : rm(join(sessionsDir, name), { recursive: true, force: true }),
+      ),
+    );
+    return names.filter((name) => !kept.has(name));
   }
 
   private identity(uid: number): SessionIdentity {
@@ -157,13 +205,39 @@ export class SessionHomes {
   }
 }
 
+/** A session's process and what it holds, when it is ended; `child` is undefined when the fork failed. */
+type Ended = Omit<Fork, "child"> & { readonly child: RChild | undefined };
+
+/** The file a session's state is saved into, in its home. */
+const STATE_FILE = "session.state";
+
+function ignoreGone(error: NodeJS.ErrnoException): void {
+  if (error.code !== "ENOENT") throw error;
+}
+
+/**
+ * Gives `uid` the folder `dir` and all in it, links themselves and never what they point to. Run
+ * while no process of the session lives (the previous one reaped, the next not forked): nothing can
+ * swap what is walked.
+ */
+async function ownTree(dir: string, uid: number): Promise<void> {
+  await lchown(dir, uid, uid);
+  const entries = await readdir(dir, { withFileTypes: true });
+  await Promise.all(
+    entries.map((entry) => {
+      const path = join(dir, entry.name);
+      return entry.isDirectory() ? ownTree(path, uid) : lchown(path, uid, uid);
+    }),
+  );
+}
+
 /**
  * Removes a session's folders once its processes were killed (one still running could swap a folder
  * for a symbolic link under a removal by root). Most sessions leave both folders empty: three rmdir
  * calls then, where a recursive removal makes each of its steps a trip through libuv's thread pool,
  * slow when the CPUs are busy; what holds anything is removed that way.
  */
-async function removeFolders(dirs: SessionDirs): Promise<void> {
+async function removeFolders(dirs: SessionFolders): Promise<void> {
   try {
     for (const dir of [dirs.work, dirs.tmp, dirs.home]) rmdirSync(dir);
   } catch {

@@ -52,6 +52,7 @@ export function fileHandlers(engine: REngine, maxUploadBytes: number): FileHandl
   return {
     async uploadFile(requests, ctx) {
       let session: RSession | undefined;
+      let files: Awaited<ReturnType<RSession["useFiles"]>> | undefined;
       let upload: Upload | undefined;
       let path: string | undefined;
       let fileName: string | undefined;
@@ -60,13 +61,14 @@ export function fileHandlers(engine: REngine, maxUploadBytes: number): FileHandl
       try {
         for await (const req of requests) {
           session ??= sessionFor(engine, ctx, req.id, SESSION_USERS);
+          files ??= await session.useFiles();
           if (req.path !== undefined) path = checkedPath(req.path);
           if (req.fileName !== undefined) fileName = checkedPath(req.fileName);
           if (req.overwrite !== undefined) overwrite = req.overwrite;
           if (req.temp !== undefined) temp = req.temp;
           const data = req.chunk?.data;
           if (data && data.length > 0) {
-            upload ??= new Upload(session.dirs.home, session.dirs.owner);
+            upload ??= new Upload(files.dirs.home, files.dirs.owner);
             if (upload.size + data.length > maxUploadBytes) {
               throw new Fault("too_large", `Upload exceeds the limit of ${maxUploadBytes} bytes`);
             }
@@ -74,24 +76,30 @@ export function fileHandlers(engine: REngine, maxUploadBytes: number): FileHandl
           }
         }
         if (await cancelledAfterEnd(ctx.signal, ctx.protocolName)) throw new Fault("canceled", "Upload cancelled before its end");
-        if (!session) throw new Fault("invalid", "Upload names no R session");
-        upload ??= new Upload(session.dirs.home, session.dirs.owner);
+        if (!session || !files) throw new Fault("invalid", "Upload names no R session");
+        upload ??= new Upload(files.dirs.home, files.dirs.owner);
         session.touch();
-        const root = temp ? session.dirs.tmp : session.dirs.work;
+        const root = temp ? files.dirs.tmp : files.dirs.work;
         const stored = await upload.commit({ root, path: path ?? fileName ?? "", overwrite });
         return { path: stored.path, size: stored.size };
       } finally {
         await upload?.discard();
+        files?.done();
       }
     },
 
     async *downloadFile(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
-      session.touch();
       // Without it the root itself would be the source: "File is a directory" would hide the client's slip.
       if (req.path === "") throw new Fault("invalid", "path is required");
-      const chunks = await openDownload(session.dirs, req.temp, checkedPath(req.path));
-      for await (const data of chunks) yield { chunk: { contentType: OCTET_STREAM, data } };
+      const path = checkedPath(req.path);
+      const files = await session.useFiles();
+      try {
+        const chunks = await openDownload(files.dirs, req.temp, path);
+        for await (const data of chunks) yield { chunk: { contentType: OCTET_STREAM, data } };
+      } finally {
+        files.done();
+      }
     },
   };
 }

@@ -18,6 +18,7 @@ export function sessionMessage(session: SessionInfo): Session {
     id: session.id,
     subject: session.subject,
     busy: session.busy,
+    suspended: session.suspended,
     createdDate: sessionDate(session.createdAt),
     lastAccessDate: sessionDate(session.lastAccess),
   });

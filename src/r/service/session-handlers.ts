@@ -15,7 +15,16 @@ import { SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
 
 export type SessionHandlers = Pick<
   ServiceImpl<typeof RService>,
-  "listSessions" | "createSession" | "deleteSessions" | "getSession" | "deleteSession" | "assign" | "eval" | "execute" | "interruptSession"
+  | "listSessions"
+  | "createSession"
+  | "deleteSessions"
+  | "getSession"
+  | "deleteSession"
+  | "suspendSession"
+  | "assign"
+  | "eval"
+  | "execute"
+  | "interruptSession"
 >;
 
 type ExecuteEvent = MessageInitShape<typeof ExecuteResponseSchema>;
@@ -68,6 +77,11 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
 
     async deleteSession(req, ctx) {
       await sessionFor(engine, ctx, req.id, SESSION_READERS).end();
+      return {};
+    },
+
+    async suspendSession(req, ctx) {
+      await engine.suspendSession(sessionFor(engine, ctx, req.id, SESSION_READERS));
       return {};
     },
 

@@ -36,6 +36,11 @@ export interface Session {
   /** UTC, `YYYY-MM-DD hh:mm:ss`. */
   createdDate: string;
   lastAccessDate: string;
+  /**
+   * Its state is saved and its process ended (idle, asked, or the service restarted): the next call
+   * that needs R resumes it. Not a field of Rock's; its clients ignore it.
+   */
+  suspended: boolean;
 }
 
 export interface Command {
@@ -160,6 +165,13 @@ export interface DeleteSessionRequest {
 }
 
 export interface DeleteSessionResponse {
+}
+
+export interface SuspendSessionRequest {
+  id: string;
+}
+
+export interface SuspendSessionResponse {
 }
 
 export interface AssignRequest {
@@ -438,7 +450,7 @@ export interface RemovePackageResponse {
 }
 
 function createBaseSession(): Session {
-  return { id: "", subject: "", busy: false, createdDate: "", lastAccessDate: "" };
+  return { id: "", subject: "", busy: false, createdDate: "", lastAccessDate: "", suspended: false };
 }
 
 export const Session: MessageFns<Session> = {
@@ -457,6 +469,9 @@ export const Session: MessageFns<Session> = {
     }
     if (message.lastAccessDate !== "") {
       writer.uint32(42).string(message.lastAccessDate);
+    }
+    if (message.suspended !== false) {
+      writer.uint32(48).bool(message.suspended);
     }
     return writer;
   },
@@ -514,6 +529,14 @@ export const Session: MessageFns<Session> = {
             message.lastAccessDate = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.suspended = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -541,6 +564,7 @@ export const Session: MessageFns<Session> = {
         : isSet(object.last_access_date)
         ? globalThis.String(object.last_access_date)
         : "",
+      suspended: isSet(object.suspended) ? globalThis.Boolean(object.suspended) : false,
     };
   },
 
@@ -561,6 +585,9 @@ export const Session: MessageFns<Session> = {
     if (message.lastAccessDate !== "") {
       obj.lastAccessDate = message.lastAccessDate;
     }
+    if (message.suspended !== false) {
+      obj.suspended = message.suspended;
+    }
     return obj;
   },
 
@@ -574,6 +601,7 @@ export const Session: MessageFns<Session> = {
     message.busy = object.busy ?? false;
     message.createdDate = object.createdDate ?? "";
     message.lastAccessDate = object.lastAccessDate ?? "";
+    message.suspended = object.suspended ?? false;
     return message;
   },
 };
@@ -2402,6 +2430,125 @@ export const DeleteSessionResponse: MessageFns<DeleteSessionResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<DeleteSessionResponse>, I>>(_: I): DeleteSessionResponse {
     const message = createBaseDeleteSessionResponse();
+    return message;
+  },
+};
+
+function createBaseSuspendSessionRequest(): SuspendSessionRequest {
+  return { id: "" };
+}
+
+export const SuspendSessionRequest: MessageFns<SuspendSessionRequest> = {
+  encode(message: SuspendSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SuspendSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSuspendSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SuspendSessionRequest {
+    return { id: isSet(object.id) ? globalThis.String(object.id) : "" };
+  },
+
+  toJSON(message: SuspendSessionRequest): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SuspendSessionRequest>, I>>(base?: I): SuspendSessionRequest {
+    return SuspendSessionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SuspendSessionRequest>, I>>(object: I): SuspendSessionRequest {
+    const message = createBaseSuspendSessionRequest();
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseSuspendSessionResponse(): SuspendSessionResponse {
+  return {};
+}
+
+export const SuspendSessionResponse: MessageFns<SuspendSessionResponse> = {
+  encode(_: SuspendSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SuspendSessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSuspendSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): SuspendSessionResponse {
+    return {};
+  },
+
+  toJSON(_: SuspendSessionResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SuspendSessionResponse>, I>>(base?: I): SuspendSessionResponse {
+    return SuspendSessionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SuspendSessionResponse>, I>>(_: I): SuspendSessionResponse {
+    const message = createBaseSuspendSessionResponse();
     return message;
   },
 };
@@ -6335,6 +6482,23 @@ export const RServiceService = {
     responseDeserialize: (value: Buffer): DeleteSessionResponse => DeleteSessionResponse.decode(value),
   },
   /**
+   * Suspends a session at once, after what it runs and has queued: its process saves the session's
+   * state into the session's folder and ends, so the session holds no memory and no uid; its next
+   * call resumes it in a new process, with its objects, packages, options, environment variables,
+   * working directory and random number state. The session's owner, an administrator or a manager.
+   */
+  suspendSession: {
+    path: "/rock.r.v1.RService/SuspendSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SuspendSessionRequest): Buffer =>
+      Buffer.from(SuspendSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SuspendSessionRequest => SuspendSessionRequest.decode(value),
+    responseSerialize: (value: SuspendSessionResponse): Buffer =>
+      Buffer.from(SuspendSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SuspendSessionResponse => SuspendSessionResponse.decode(value),
+  },
+  /**
    * Assigns the value of an R expression (application/x-rscript) or of R-serialized data
    * (application/x-rdata: base64 of serialize(value, NULL)) to a symbol.
    */
@@ -6615,6 +6779,13 @@ export interface RServiceServer extends UntypedServiceImplementation {
   getSession: handleUnaryCall<GetSessionRequest, GetSessionResponse>;
   deleteSession: handleUnaryCall<DeleteSessionRequest, DeleteSessionResponse>;
   /**
+   * Suspends a session at once, after what it runs and has queued: its process saves the session's
+   * state into the session's folder and ends, so the session holds no memory and no uid; its next
+   * call resumes it in a new process, with its objects, packages, options, environment variables,
+   * working directory and random number state. The session's owner, an administrator or a manager.
+   */
+  suspendSession: handleUnaryCall<SuspendSessionRequest, SuspendSessionResponse>;
+  /**
    * Assigns the value of an R expression (application/x-rscript) or of R-serialized data
    * (application/x-rdata: base64 of serialize(value, NULL)) to a symbol.
    */
@@ -6778,6 +6949,27 @@ export interface RServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeleteSessionResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Suspends a session at once, after what it runs and has queued: its process saves the session's
+   * state into the session's folder and ends, so the session holds no memory and no uid; its next
+   * call resumes it in a new process, with its objects, packages, options, environment variables,
+   * working directory and random number state. The session's owner, an administrator or a manager.
+   */
+  suspendSession(
+    request: SuspendSessionRequest,
+    callback: (error: ServiceError | null, response: SuspendSessionResponse) => void,
+  ): ClientUnaryCall;
+  suspendSession(
+    request: SuspendSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SuspendSessionResponse) => void,
+  ): ClientUnaryCall;
+  suspendSession(
+    request: SuspendSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SuspendSessionResponse) => void,
   ): ClientUnaryCall;
   /**
    * Assigns the value of an R expression (application/x-rscript) or of R-serialized data
