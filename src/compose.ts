@@ -202,9 +202,9 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
   }
 }
 
-function sessionCounts(engine: REngine): { total: number; busy: number } {
+function sessionCounts(engine: REngine): { total: number; busy: number; suspended: number } {
   const sessions = engine.sessions();
-  return { total: sessions.length, busy: sessions.filter((s) => s.busy).length };
+  return { total: sessions.length, busy: sessions.filter((s) => s.busy).length, suspended: sessions.filter((s) => s.suspended).length };
 }
 
 /** auth.securityEnabled false is never silent: said at every start, with whom it opens the service to. */

@@ -108,6 +108,8 @@ export class RSession implements SessionInfo {
   private readonly endListeners: Array<() => void> = [];
   /** Why the service stopped the session (shutDown): what it was running failed for that. */
   private stopping: Error | undefined;
+  /** At a stop, gives up an evaluation that ignores its interrupt. */
+  private abandonTimer: NodeJS.Timeout | undefined;
   /** File operations under way: the process is not suspended under them. */
   private users = 0;
   private usersGone: (() => void) | undefined;
@@ -236,6 +238,8 @@ export class RSession implements SessionInfo {
    */
   suspend(): Promise<void> {
     return this.own(async () => {
+      // What ran before has ended: nothing is left to give up at a stop.
+      clearTimeout(this.abandonTimer);
       if (this.users > 0) await new Promise<void>((resolve) => (this.usersGone = resolve));
       this.usersGone = undefined;
       const process = this.process;
@@ -253,15 +257,27 @@ export class RSession implements SessionInfo {
   async shutDown(reason: Error): Promise<void> {
     this.stopping = reason;
     for (const job of this.queue.splice(0)) job.drop(reason);
-    this.process?.child.interrupt();
+    if (this.process?.child.interrupt()) {
+      // R code can ignore SIGINT: past the grace time its evaluation is given up, never the save after it.
+      this.abandonTimer = setTimeout(() => void this.abandon(), Math.max(0, this.options.interruptGraceSeconds) * 1000);
+    }
     try {
       await this.suspend();
     } catch (error) {
-      const process = this.process;
-      if (this.saved && process) await this.letGo(process);
-      else await this.end();
+      await this.abandon();
       throw error;
+    } finally {
+      clearTimeout(this.abandonTimer);
     }
+  }
+
+  /** At a stop, a process that cannot be saved ends: the session keeps its last saved state, if any, else ends. */
+  private async abandon(): Promise<void> {
+    const process = this.process;
+    if (!process) return;
+    if (!this.saved) return this.end();
+    process.child.kill();
+    await this.letGo(process);
   }
 
   /** Kills the R process and everything it started, and removes the session's folders and state. */

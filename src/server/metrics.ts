@@ -6,8 +6,8 @@ import type { EngineEvent } from "../r/engine.js";
 import type { CallRecord } from "../interceptors/call-observer.js";
 
 export interface MetricsSources {
-  /** R sessions now: open, and busy evaluating. */
-  readonly sessions: () => { readonly total: number; readonly busy: number };
+  /** R sessions now: open, busy evaluating, and suspended (saved to disk, no process). */
+  readonly sessions: () => { readonly total: number; readonly busy: number; readonly suspended: number };
   /** With quotas: what all sessions' control groups account, memory now and CPU so far. */
   readonly sessionsUsage?: () => { readonly memoryBytes: number; readonly cpuSeconds: number };
 }
@@ -106,6 +106,23 @@ export class ServiceMetrics {
     help: "R sessions the kernel ended for their memory limit or the sessions' memory budget",
     registers: [this.registry],
   });
+  private readonly sessionsSuspended = new Counter({
+    name: "rock_r_sessions_suspended_total",
+    help: "R sessions suspended (their state saved, their process ended), by why: idle, asked, stop",
+    labelNames: ["why"],
+    registers: [this.registry],
+  });
+  private readonly sessionsResumed = new Counter({
+    name: "rock_r_sessions_resumed_total",
+    help: "R sessions resumed from their saved state",
+    registers: [this.registry],
+  });
+  private readonly sessionSaveSeconds = new Histogram({
+    name: "rock_r_session_save_seconds",
+    help: "Time to save an R session's state (a checkpoint, or a suspend with its process's end)",
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
   private readonly registrations = new Counter({
     name: "rock_opal_registrations_total",
     help: "Attempts to register with Opal (and to unregister at the stop) by outcome: registered, refused, unreachable, unregistered, unregister-failed",
@@ -121,6 +138,14 @@ export class ServiceMetrics {
       registers,
       collect() {
         this.set(sources.sessions().total);
+      },
+    });
+    new Gauge({
+      name: "rock_r_sessions_suspended",
+      help: "R sessions suspended: their state on disk, no process",
+      registers,
+      collect() {
+        this.set(sources.sessions().suspended);
       },
     });
     new Gauge({
@@ -181,5 +206,10 @@ export class ServiceMetrics {
     else if (e.kind === "session-opened") this.sessionsOpened.inc();
     else if (e.kind === "session-reaped") this.sessionsReaped.inc();
     else if (e.kind === "session-out-of-memory") this.sessionsOutOfMemory.inc();
+    else if (e.kind === "session-suspended") {
+      this.sessionsSuspended.inc({ why: e.why });
+      this.sessionSaveSeconds.observe(e.ms / 1000);
+    } else if (e.kind === "session-checkpointed") this.sessionSaveSeconds.observe(e.ms / 1000);
+    else if (e.kind === "session-resumed") this.sessionsResumed.inc();
   };
 }

@@ -158,7 +158,7 @@ async function alternate(evaluators: readonly Evaluator[], count: number, warmup
 /** Milliseconds the two sinks take for one REST Eval record, median of batches. */
 function sinkCost(calls: number): number {
   const logger = createLogger({ level: "info", destination: pino.destination({ dest: "/dev/null", sync: true }) });
-  const sinks = [accessLog(logger), new ServiceMetrics({ sessions: () => ({ total: 1, busy: 0 }) }).recordCall];
+  const sinks = [accessLog(logger), new ServiceMetrics({ sessions: () => ({ total: 1, busy: 0, suspended: 0 }) }).recordCall];
   const record: CallRecord = {
     service: "rock.r.v1.RService",
     method: "Eval",

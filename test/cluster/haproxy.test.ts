@@ -41,10 +41,16 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
   let lb: string;
   let lbPort: number;
 
-  const startNode = async (id: string): Promise<RockProcess> => {
+  /** Nodes stopped and started again: their first process, ended with the rest at the end. */
+  const retired: RockProcess[] = [];
+
+  /** `again`: the node's earlier process, whose data folder and uids it starts on. */
+  const startNode = async (id: string, again?: RockProcess): Promise<RockProcess> => {
     const node = await spawnRock((port) => ({ ...clusterEnv(vars), ROCK_ID: id, ROCK_SERVER: `http://127.0.0.1:${port}` }), {
       port: ports[id]!,
+      ...(again ? { dataDir: again.dataDir, uids: again.uids } : {}),
     });
+    if (again) retired.push(again);
     nodes[id] = node;
     await untilAnswers(node.url, "/_check", 200);
     return node;
@@ -59,7 +65,7 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
       ROCK_NODE2_ADDR: `127.0.0.1:${ports.node2}`,
       ROCK_NODE3_ADDR: `127.0.0.1:${ports.node3}`,
     };
-    await Promise.all(NODES.map(startNode));
+    await Promise.all(NODES.map((id) => startNode(id)));
     haproxy = spawn("haproxy", ["-f", join(ROOT, "deploy/haproxy.cfg"), "-db"], {
       env: { ...process.env, ...vars },
       stdio: ["ignore", "ignore", "pipe"],
@@ -77,6 +83,7 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
       await once(haproxy, "exit");
     }
     await Promise.all(Object.values(nodes).map((n) => n.kill()));
+    for (const n of retired) await n.kill();
   });
 
   const sessions: string[] = [];
@@ -153,6 +160,26 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
     expect(r.exitCode, r.stdout + r.stderr).to.equal(0);
     for (const check of ["eval raw", "sessions lists it", "command result", "download gives the same bytes", "close"])
       expect(r.stdout).to.include(`ok ${check}`);
+  });
+
+  it("brings a node SIGTERMed and started again on its data folder back with its sessions: 503 while it is down, their values after", async () => {
+    const held = sessions.filter((id) => nodeOf(id) === "node3");
+    expect(held.length).to.be.greaterThan(0);
+    const evaluate = (id: string, body: string) =>
+      rest(lb, "POST", `/r/session/${id}/_eval`, { ...admin, headers: { "content-type": "application/x-rscript" }, body });
+    for (const id of held) expect((await evaluate(id, `kept <- "${id}"; TRUE`)).status).to.equal(200);
+    const before = nodes.node3!;
+    process.kill(before.pid, "SIGTERM");
+    const exit = await before.exited;
+    expect(exit.code, before.log()).to.equal(0);
+    const down = await evaluate(held[0]!, "kept");
+    expect(down.status, down.text).to.equal(503);
+    await startNode("node3", before);
+    for (const id of held) {
+      const back = await evaluate(id, "kept");
+      expect(back.status, back.text).to.equal(200);
+      expect(back.json()).to.equal(id);
+    }
   });
 
   it("stops sending new sessions to a node killed with SIGKILL within 10 s; the others' keep answering, the dead one's get a clear error", async () => {

@@ -11,7 +11,8 @@
 #    Rock's environment: the health check, then over HTTP /_info, a session as the configured user, `1+1`,
 #    the session's uid (not 0), an interrupt, an upload and its download, a session folder made sticky
 #    removed with the session, rockr (the CRAN client, when the host has Rscript and rockr), a `docker stop`
-#    that must end in a clean drain (exit 0, no SIGKILL), and a restart on the same volume.
+#    that must end in a clean drain (exit 0, no SIGKILL) suspending the open session, and a restart on the
+#    same volume where that session answers with its value.
 # Removes its containers and volumes; keeps the images (cache).
 #
 # Exits 0 with "SKIP: <reason>" when no Docker engine can be used, 1 on the first failed check.
@@ -313,8 +314,10 @@ else
   say "rockr part skipped: no Rscript with rockr on this host"
 fi
 
-# ---- SIGTERM (docker stop) drains and exits 0, with a session open
-curl -fsS -u "$USER_AUTH" -X POST "$URL/r/sessions" >/dev/null || fail "a session before stopping"
+# ---- SIGTERM (docker stop) drains and exits 0, with a session open, which it suspends
+session="$(curl -fsS -u "$USER_AUTH" -X POST "$URL/r/sessions")" || fail "a session before stopping"
+SID="$(echo "$session" | json_field id)"
+[ "$(r_eval 'kept <- paste("before", "the", "stop"); TRUE' | tr -d '[] \n')" = true ] || fail "assign before stopping"
 start=$SECONDS
 docker stop -t 45 "$NAME" >/dev/null
 took=$((SECONDS - start))
@@ -322,10 +325,13 @@ exit_code="$(docker inspect -f '{{.State.ExitCode}} {{.State.OOMKilled}}' "$NAME
 [ "$exit_code" = "0 false" ] || fail "docker stop: exit '$exit_code' after ${took} s (137 = killed at the grace period)"
 ok "docker stop: drained and exited 0 in ${took} s"
 
-# ---- the volume keeps the data: a second container on it starts healthy
+docker logs "$NAME" 2>&1 | grep -q 'R session suspended for the stop' || fail "the session was not suspended at the stop"
+ok "the session open at the stop was suspended"
+
+# ---- the volume keeps the data: a second container on it starts healthy, with the session
 docker rm "$NAME" >/dev/null
 # shellcheck disable=SC2046
-docker run -d --name "$NAME" --label "$LABEL" $(security $CAPS) -v "$VOLUME:/data" \
+docker run -d --name "$NAME" --label "$LABEL" $(security $CAPS) -p 127.0.0.1::8085 -v "$VOLUME:/data" \
   -e ROCK_ADMINISTRATOR_NAME=admin -e ROCK_ADMINISTRATOR_PASSWORD=admin "$IMAGE" >/dev/null
 for _ in $(seq 120); do
   status="$(docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{end}}' "$NAME")"
@@ -333,6 +339,10 @@ for _ in $(seq 120); do
 done
 [ "$status" = "running healthy" ] || fail "restart on the volume: not healthy ($status)"
 ok "restarted on the same volume: healthy"
+URL="http://127.0.0.1:$(port_of "$NAME")"
+kept="$(r_eval 'kept')" || fail "the session of the first container does not answer in the second"
+[ "$kept" = '"before the stop"' ] || fail "the session's value after the restart: $kept"
+ok "the session of the first container resumed in the second with its value"
 
 # What compose.yaml's container says of quotas and namespaces it cannot have (README "Container").
 logs="$(docker logs "$NAME" 2>&1)"

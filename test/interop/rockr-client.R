@@ -102,4 +102,30 @@ if (part == "packages") {
   left <- rownames(rockr.packages(conn))
   check("packages removed", !any(c("dsTestA", "dsTestB") %in% left))
 }
+# A session that outlives its process: the test suspends it, then restarts the server, each time once
+# this script has said it waits ("waiting <n>") and then writes the file ROCKR_GO/<n>; the same
+# connection (its session id) goes on with every value.
+if (part == "survive") {
+  go <- Sys.getenv("ROCKR_GO")
+  wait_for <- function(n) {
+    cat("waiting", n, "\n")
+    flush(stdout())
+    while (!file.exists(file.path(go, n))) Sys.sleep(0.05)
+  }
+  rockr.open(conn)
+  cat("session", conn$session$id, "\n")
+  rockr.assign(conn, "cars", mtcars)
+  rockr.eval(conn, quote({ set.seed(11); library(stats4); NULL }))
+  draws <- local({ set.seed(11); runif(2) })
+  wait_for(1)
+  check("assigned data after a suspend", identical(rockr.eval(conn, quote(cars)), mtcars))
+  check("random numbers go on after a suspend", identical(rockr.eval(conn, quote(runif(1))), draws[1]))
+  wait_for(2)
+  check("assigned data after a restart", identical(rockr.eval(conn, quote(cars)), mtcars))
+  check("random numbers go on after a restart", identical(rockr.eval(conn, quote(runif(1))), draws[2]))
+  check("packages after a restart", isTRUE(rockr.eval(conn, quote("package:stats4" %in% search()))))
+  check("listed after a restart", conn$session$id %in% vapply(rockr.sessions(conn), function(s) s$id, ""))
+  rockr.close(conn)
+  check("close", is.null(conn$session))
+}
 cat("done\n")

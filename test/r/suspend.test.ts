@@ -10,6 +10,7 @@ import type { Logger } from "../../src/server/logger.js";
 import { connectClient, rest, type RestAnswer } from "../support/clients.js";
 import { processes } from "../support/procfs.js";
 import { testConfig, type ConfigPatch } from "../support/server.js";
+import { testSessionUids } from "../support/uids.js";
 import { until } from "./support.js";
 
 const RSCRIPT = { "content-type": "application/x-rscript", accept: "application/json" };
@@ -53,8 +54,7 @@ async function value<T>(server: Server, id: string, code: string, who = user): P
   return answer.json<T>();
 }
 
-const suspend = (server: Server, id: string, who = user): Promise<RestAnswer> =>
-  rest(server.url, "POST", `/r/session/${id}/_suspend`, who);
+const suspend = (server: Server, id: string, who = user): Promise<RestAnswer> => rest(server.url, "POST", `/r/session/${id}/_suspend`, who);
 
 async function sessionOf(server: Server, id: string): Promise<{ suspended: boolean; busy: boolean; createdDate: string }> {
   const got = await rest(server.url, "GET", `/r/session/${id}`, admin);
@@ -63,8 +63,8 @@ async function sessionOf(server: Server, id: string): Promise<{ suspended: boole
 }
 
 /** The uid an isolated session's process runs as. */
-async function uidOf(server: Server, id: string): Promise<number> {
-  const pid = await value<number>(server, id, "Sys.getpid()");
+async function uidOf(server: Server, id: string, who = user): Promise<number> {
+  const pid = await value<number>(server, id, "Sys.getpid()", who);
   return processes().find((p) => p.pid === pid)!.uid;
 }
 
@@ -114,6 +114,12 @@ describe("sessions that outlive their process: suspend, resume, restart", functi
     const id = await open(server);
     expect(await value(server, id, STATE)).to.equal(true);
     const uid = root ? await uidOf(server, id) : undefined;
+    // With quotas, its memory's control group (cgroup v1's memory hierarchy, or v2's one).
+    const pid = await value<number>(server, id, "Sys.getpid()");
+    const cgroup = fs.readFileSync(`/proc/${pid}/cgroup`, "utf8");
+    const v1 = /^\d+:memory:(.*rock-sessions.*)$/m.exec(cgroup)?.[1];
+    const v2 = /^0::(.*rock-sessions.*)$/m.exec(cgroup)?.[1];
+    const group = v1 ? `/sys/fs/cgroup/memory${v1}` : v2 ? `/sys/fs/cgroup${v2}` : undefined;
     const next = await value<number[]>(server, id, "s <- .Random.seed; x <- runif(3); assign('.Random.seed', s, globalenv()); x");
 
     const before = await sessionOf(server, id);
@@ -124,6 +130,7 @@ describe("sessions that outlive their process: suspend, resume, restart", functi
     expect(during.suspended).to.equal(true);
     expect(during.createdDate).to.equal(before.createdDate);
     if (uid !== undefined) expect((await liveProcessesByUid((u) => u === uid)).has(uid), "a process of its uid").to.equal(false);
+    if (group) expect(fs.existsSync(group), "its memory's control group").to.equal(false);
     const logged = server.lines.find((l) => l.msg === "R session suspended");
     expect(logged?.fields?.notSaved, "what could not be saved, in the service log").to.deep.equal(["con (a connection, not restored)"]);
 
@@ -160,18 +167,30 @@ describe("sessions that outlive their process: suspend, resume, restart", functi
     const command = await rest(server.url, "POST", `/r/session/${id}/_eval?async=true`, { ...user, headers: RSCRIPT, body: "x + 1" });
     expect(command.status, command.text).to.equal(201);
     const { id: cmd } = command.json<{ id: string }>();
-    const result = await rest(server.url, "GET", `/r/session/${id}/command/${cmd}/result?wait=true`, { ...user, headers: { accept: "application/json" } });
+    const result = await rest(server.url, "GET", `/r/session/${id}/command/${cmd}/result?wait=true`, {
+      ...user,
+      headers: { accept: "application/json" },
+    });
     expect(result.text).to.equal("42");
 
     expect((await suspend(server, id)).status).to.equal(204);
     const events = [];
     for await (const event of client.execute({ id, script: { contentType: "application/x-rscript", data: Buffer.from("print(x); x") } }))
       events.push(event.event);
-    expect(events.filter((e) => e.case === "output").map((e) => e.value).join("")).to.equal("[1] 41\n");
+    expect(
+      events
+        .filter((e) => e.case === "output")
+        .map((e) => e.value)
+        .join(""),
+    ).to.equal("[1] 41\n");
     expect(events.at(-1)?.case).to.equal("json");
 
     expect((await suspend(server, id)).status).to.equal(204);
-    const assigned = await rest(server.url, "POST", `/r/session/${id}/_assign?s=y`, { ...user, headers: { "content-type": "application/x-rscript" }, body: "x * 2" });
+    const assigned = await rest(server.url, "POST", `/r/session/${id}/_assign?s=y`, {
+      ...user,
+      headers: { "content-type": "application/x-rscript" },
+      body: "x * 2",
+    });
     expect(assigned.status, assigned.text).to.equal(200);
     expect(await value(server, id, "y")).to.equal(82);
   });
@@ -206,9 +225,15 @@ describe("sessions that outlive their process: suspend, resume, restart", functi
     const first = await serve(dataDir);
     const id = await open(first);
     await value(first, id, "kept <- data.frame(a = letters[1:3], stringsAsFactors = TRUE)");
-    const done = (await rest(first.url, "POST", `/r/session/${id}/_eval?async=true`, { ...user, headers: RSCRIPT, body: "nrow(kept)" })).json<{ id: string }>();
-    await until(async () => (await rest(first.url, "GET", `/r/session/${id}/command/${done.id}`, user)).json<{ finished: boolean }>().finished);
-    const running = (await rest(first.url, "POST", `/r/session/${id}/_eval?async=true`, { ...user, headers: RSCRIPT, body: "Sys.sleep(60)" })).json<{ id: string }>();
+    const done = (
+      await rest(first.url, "POST", `/r/session/${id}/_eval?async=true`, { ...user, headers: RSCRIPT, body: "nrow(kept)" })
+    ).json<{ id: string }>();
+    await until(
+      async () => (await rest(first.url, "GET", `/r/session/${id}/command/${done.id}`, user)).json<{ finished: boolean }>().finished,
+    );
+    const running = (
+      await rest(first.url, "POST", `/r/session/${id}/_eval?async=true`, { ...user, headers: RSCRIPT, body: "Sys.sleep(60)" })
+    ).json<{ id: string }>();
     const created = (await sessionOf(first, id)).createdDate;
     await stop(first);
 
@@ -216,15 +241,68 @@ describe("sessions that outlive their process: suspend, resume, restart", functi
     const back = await sessionOf(second, id);
     expect(back.suspended).to.equal(true);
     expect(back.createdDate).to.equal(created);
-    const commands = (await rest(second.url, "GET", `/r/session/${id}/commands`, user)).json<Array<{ id: string; status: string; error?: string }>>();
+    const commands = (await rest(second.url, "GET", `/r/session/${id}/commands`, user)).json<
+      Array<{ id: string; status: string; error?: string }>
+    >();
     expect(commands.find((c) => c.id === done.id)?.status).to.equal("COMPLETED");
     const failed = commands.find((c) => c.id === running.id);
     expect(failed?.status).to.equal("FAILED");
     expect(failed?.error).to.match(/stopped/);
-    const result = await rest(second.url, "GET", `/r/session/${id}/command/${done.id}/result`, { ...user, headers: { accept: "application/json" } });
+    const result = await rest(second.url, "GET", `/r/session/${id}/command/${done.id}/result`, {
+      ...user,
+      headers: { accept: "application/json" },
+    });
     expect(result.text).to.equal("3");
     expect(await value(second, id, "levels(kept$a)")).to.deep.equal(["a", "b", "c"]);
     expect(second.lines.some((l) => /R sessions of the previous run: 1 back/.test(l.msg))).to.equal(true);
+  });
+
+  it("keeps a suspended session's files from the next session of its uid, and its memory out of the sessions' usage", async function () {
+    if (!root) this.skip();
+    const dataDir = folder();
+    // One uid: the next session gets the suspended one's. The host's files in view, so only the
+    // ownership of the suspended session's folder keeps them out of reach.
+    const { first } = testSessionUids();
+    const uids = { first, last: first };
+    const server = await serve(dataDir, { r: { sessionUids: uids, sessionFilesystem: "host", maxSessions: 2 } });
+    const id = await open(server);
+    await value(server, id, "writeLines('secret', 'private.txt'); x <- 1");
+    const status = async () =>
+      (await rest(server.url, "GET", "/rserver", admin)).json<{
+        sessions: { total: number; suspended: number; usage: Array<{ id: string }> };
+      }>();
+    if ((await status()).sessions.usage.length > 0) expect((await status()).sessions.usage.map((u) => u.id)).to.include(id);
+    expect((await suspend(server, id)).status).to.equal(204);
+    const counts = (await status()).sessions;
+    expect(counts.suspended).to.equal(1);
+    expect(counts.total, "a suspended session counts toward r.maxSessions").to.equal(1);
+    expect(counts.usage.map((u) => u.id)).to.not.include(id);
+
+    const other = await open(server, user2);
+    expect(await uidOf(server, other, user2)).to.equal(uids.first);
+    const file = path.join(dataDir, "sessions", id, "work", "private.txt");
+    const read = await evaluate(server, other, `readLines(${JSON.stringify(file)})`, user2);
+    expect(read.status, read.text).to.equal(400);
+    const listed = await evaluate(server, other, `list.files(${JSON.stringify(path.dirname(file))})`, user2);
+    expect(listed.json(), "not even listed").to.deep.equal([]);
+    // Its uid is busy: the suspended session cannot come back before the other ends (429), then can.
+    expect((await evaluate(server, id, "x")).status).to.equal(429);
+    expect((await rest(server.url, "DELETE", `/r/session/${other}`, user2)).status).to.equal(204);
+    expect(await value(server, id, "readLines('private.txt')")).to.equal("secret");
+  });
+
+  it("ends the suspended session idle longest once the saved states pass r.suspendedMaxMb, saying so", async () => {
+    const server = await serve(folder(), { r: { suspendedMaxMb: 3 } });
+    const [older, newer] = [await open(server), await open(server)];
+    for (const id of [older, newer]) {
+      await value(server, id, "big <- runif(250000); TRUE");
+      expect((await suspend(server, id)).status).to.equal(204);
+    }
+    expect((await rest(server.url, "GET", `/r/session/${older}`, admin)).status).to.equal(404);
+    expect((await sessionOf(server, newer)).suspended).to.equal(true);
+    const said = server.lines.find((l) => l.fields?.session === older && /r\.suspendedMaxMb/.test(l.msg));
+    expect(said?.msg).to.include("3 MiB");
+    expect(await value(server, newer, "length(big)")).to.equal(250000);
   });
 
   it("fails only the resume of a session whose saved state was tampered with (500 naming it); the service and other sessions go on", async () => {

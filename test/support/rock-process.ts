@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../networks/server-support.js";
+import type { UidRange } from "../../src/config/config.js";
 import { testSessionUids, uidsVariable } from "./uids.js";
 import { processes } from "./procfs.js";
 
@@ -28,6 +29,8 @@ export interface RockProcess {
   readonly url: string;
   readonly port: number;
   readonly dataDir: string;
+  /** Its session uids (a server started again on its data folder takes them too). */
+  readonly uids: UidRange;
   readonly exited: Promise<Exit>;
   /** The service log so far. */
   log(): string;
@@ -50,18 +53,27 @@ export async function killSpawnedRocks(): Promise<void> {
 /** The user names are the passwords. */
 export const PROCESS_USERS = "admin:admin:administrator,manager;user:user:user";
 
+export interface SpawnOptions {
+  /** A port picked beforehand. */
+  readonly port?: number;
+  /** The data folder of a server started again (kill() leaves it: the test removes it). */
+  readonly dataDir?: string;
+  /** The session uids of a server started again. */
+  readonly uids?: UidRange;
+}
+
 /**
  * `env` may depend on the port the server is given (ROCK_SERVER, the node's own URL); `port` is a port
  * picked beforehand (nodes that must know each other's addresses before they start).
  */
 export async function spawnRock(
   env: Readonly<Record<string, string>> | ((port: number) => Readonly<Record<string, string>>) = {},
-  options: { readonly port?: number } = {},
+  options: SpawnOptions = {},
 ): Promise<RockProcess> {
   const port = options.port ?? (await freePort());
   const own = typeof env === "function" ? env(port) : env;
-  const dataDir = mkdtempSync(join(tmpdir(), "rock-process-"));
-  const uids = testSessionUids();
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "rock-process-"));
+  const uids = options.uids ?? testSessionUids();
   const { first, last } = uids;
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ROCK_")));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
@@ -100,6 +112,7 @@ export async function spawnRock(
     port,
     url: `http://127.0.0.1:${port}`,
     dataDir,
+    uids,
     exited,
     log: () => log,
     noteRServer,
@@ -113,7 +126,7 @@ export async function spawnRock(
       }
       for (const g of groups) signal(-g);
       for (const p of leftovers()) signal(p);
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
   spawned.add(rock);

@@ -81,8 +81,10 @@ export interface SessionCounts {
   cpuSeconds?:
     | number
     | undefined;
-  /** With quotas: each open session's own; empty without. */
+  /** With quotas: each open session's own (a suspended session has no process, so none); empty without. */
   usage: SessionUsage[];
+  /** Sessions whose state is saved and whose process ended: they hold no memory (counted in `total`). */
+  suspended: number;
 }
 
 /** What one session's control group accounts. */
@@ -1066,7 +1068,7 @@ export const ServerStatus: MessageFns<ServerStatus> = {
 };
 
 function createBaseSessionCounts(): SessionCounts {
-  return { total: 0, busy: 0, memoryBytes: undefined, cpuSeconds: undefined, usage: [] };
+  return { total: 0, busy: 0, memoryBytes: undefined, cpuSeconds: undefined, usage: [], suspended: 0 };
 }
 
 export const SessionCounts: MessageFns<SessionCounts> = {
@@ -1085,6 +1087,9 @@ export const SessionCounts: MessageFns<SessionCounts> = {
     }
     for (const v of message.usage) {
       SessionUsage.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.suspended !== 0) {
+      writer.uint32(48).int32(message.suspended);
     }
     return writer;
   },
@@ -1142,6 +1147,14 @@ export const SessionCounts: MessageFns<SessionCounts> = {
             message.usage.push(SessionUsage.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.suspended = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1169,6 +1182,7 @@ export const SessionCounts: MessageFns<SessionCounts> = {
         ? globalThis.Number(object.cpu_seconds)
         : undefined,
       usage: globalThis.Array.isArray(object?.usage) ? object.usage.map((e: any) => SessionUsage.fromJSON(e)) : [],
+      suspended: isSet(object.suspended) ? globalThis.Number(object.suspended) : 0,
     };
   },
 
@@ -1189,6 +1203,9 @@ export const SessionCounts: MessageFns<SessionCounts> = {
     if (message.usage?.length) {
       obj.usage = message.usage.map((e) => SessionUsage.toJSON(e));
     }
+    if (message.suspended !== 0) {
+      obj.suspended = Math.round(message.suspended);
+    }
     return obj;
   },
 
@@ -1202,6 +1219,7 @@ export const SessionCounts: MessageFns<SessionCounts> = {
     message.memoryBytes = object.memoryBytes ?? undefined;
     message.cpuSeconds = object.cpuSeconds ?? undefined;
     message.usage = object.usage?.map((e) => SessionUsage.fromPartial(e)) || [];
+    message.suspended = object.suspended ?? 0;
     return message;
   },
 };
