@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../networks/server-support.js";
-import { testSessionUids, uidsVariable } from "./uids.js";
+import { testLockDir, testSessionUids, uidsVariable } from "./uids.js";
 import { processes } from "./procfs.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -28,6 +28,8 @@ export interface RockProcess {
   readonly url: string;
   readonly port: number;
   readonly dataDir: string;
+  /** Its session uids, as ROCK_R_SESSION_UIDS says them (`first-last`). */
+  readonly uids: string;
   readonly exited: Promise<Exit>;
   /** The service log so far. */
   log(): string;
@@ -61,8 +63,9 @@ export async function spawnRock(
   const port = options.port ?? (await freePort());
   const own = typeof env === "function" ? env(port) : env;
   const dataDir = mkdtempSync(join(tmpdir(), "rock-process-"));
-  const uids = testSessionUids();
-  const { first, last } = uids;
+  // A block of its own, unless the test gives one (two servers on one block).
+  const uids = own.ROCK_R_SESSION_UIDS ?? uidsVariable(testSessionUids());
+  const [first, last] = uids.split("-").map(Number) as [number, number];
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ROCK_")));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,
@@ -74,7 +77,8 @@ export async function spawnRock(
       ROCK_HOST: "127.0.0.1",
       ROCK_DATA_DIR: dataDir,
       ROCK_USERS: PROCESS_USERS,
-      ROCK_R_SESSION_UIDS: uidsVariable(uids),
+      ROCK_R_SESSION_UIDS: uids,
+      ROCK_R_LOCK_DIR: testLockDir(),
       // Tests read the log as it is written: each line at once (test/server/logging.test.ts tests lines written together).
       ROCK_LOG_FLUSH_MS: "0",
       ...own,
@@ -100,6 +104,7 @@ export async function spawnRock(
     port,
     url: `http://127.0.0.1:${port}`,
     dataDir,
+    uids,
     exited,
     log: () => log,
     noteRServer,
