@@ -17,6 +17,7 @@ import { assertPrivateConfig, protectDataFolder } from "./r/confine/data-folder.
 import { decideIsolation, sessionsRoot } from "./r/confine/isolation.js";
 import { protectFromOomKiller, SessionQuotas } from "./r/confine/quotas.js";
 import { hasCapability, SYS_ADMIN } from "./r/confine/capabilities.js";
+import { lockSessionUids } from "./r/confine/range-lock.js";
 import { REngine } from "./r/engine.js";
 import { PackageManager } from "./r/packages/index.js";
 import { drainPolicy } from "./server/drain-policy.js";
@@ -40,6 +41,7 @@ import { catalogueServedElsewhere } from "./cluster/served-elsewhere.js";
 import { taggedSessionId } from "./cluster/session-ids.js";
 import { registrationLog } from "./server/registration-log.js";
 import { clientAddressOf } from "./server/client-address.js";
+import { lockDataFolder } from "./server/data-lock.js";
 
 export interface Rock {
   readonly port: number;
@@ -72,14 +74,21 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
   for (const warning of [...config.warnings, ...securityWarnings(config)]) logger.warn(warning);
   if (isolation.isolated && config.configFile) assertPrivateConfig(config.configFile);
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const announce = opts.announce ?? ((t: string) => process.stdout.write(`${t}\n`));
-  const toTerminal = opts.announceToTerminal ?? (opts.announce === undefined && process.stdout.isTTY === true);
-  const users = new UserDirectory(await bootstrapUsers(config.users, config.dataDir, announce, toTerminal), config.auth);
-  const cleanups: (() => Promise<void> | void)[] = [() => users.close()];
+  const cleanups: (() => Promise<void> | void)[] = [];
   const cleanup = async () => {
     for (const c of cleanups.reverse()) await c();
   };
   try {
+    // One server per data folder and per uid range, before anything in either is read or reaped;
+    // released last, once sessions ended.
+    cleanups.push(await lockDataFolder(config.dataDir));
+    const uidLock = isolation.isolated ? await lockSessionUids(config.r.sessionUids, config.r.lockDir) : undefined;
+    if (uidLock) cleanups.push(() => uidLock.release());
+    if (uidLock?.warning) logger.warn(uidLock.warning);
+    const announce = opts.announce ?? ((t: string) => process.stdout.write(`${t}\n`));
+    const toTerminal = opts.announceToTerminal ?? (opts.announce === undefined && process.stdout.isTTY === true);
+    const users = new UserDirectory(await bootstrapUsers(config.users, config.dataDir, announce, toTerminal), config.auth);
+    cleanups.push(() => users.close());
     const log = new ConsoleLog({
       file: path.join(config.dataDir, "rserver.log"),
       maxBytes: config.r.logMaxBytes,

@@ -149,6 +149,11 @@ export interface RConfig {
   /** The uids (each with the same gid) sessions run as when isolated (`first-last` in the file and the environment). */
   readonly sessionUids: UidRange;
   /**
+   * Where an isolated service locks its `sessionUids` (`uids-<first>-<last>.lock`) for as long as it
+   * runs: every server of a host must use the same folder. Default `/run/rock-ts`.
+   */
+  readonly lockDir: string;
+  /**
    * Where sessions' folders live; empty: `<dataDir>/sessions`, or a folder under the system's temporary
    * folder when an isolated session could not reach the data folder (an ancestor without `o+x`).
    */

@@ -159,6 +159,12 @@ export const SETTINGS = {
       default: { first: 70000, last: 70999 },
       meaning: "uids (and gids) isolated sessions run as",
     }),
+    lockDir: new Setting(absolutePath, {
+      env: "ROCK_R_LOCK_DIR",
+      default: "/run/rock-ts",
+      meaning:
+        "as root, where the service locks its `r.sessionUids` while it runs (`uids-<first>-<last>.lock`), so that a second server given the same range refuses to start; the same folder for every server of a host (Security model)",
+    }),
     sessionsDir: new Setting(text, {
       env: "ROCK_R_SESSIONS_DIR",
       default: "",

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { startRock } from "../../src/compose.js";
 import { createLogger } from "../../src/server/logger.js";
 import { testConfig } from "../support/server.js";
+import { testLockDir, testSessionUids, uidsVariable } from "../support/uids.js";
 
 /**
  * Servers on a data folder the test owns (unlike startTestServer, stopping one keeps the folder), so
@@ -53,6 +54,9 @@ export async function spawnServer(dataDir: string): Promise<ServerProcess> {
       ROCK_DATA_DIR: dataDir,
       ROCK_USERS: "cadmin:cadmin:catalog-administrator",
       ROCK_R_START: "false",
+      // Its own uid block, locked (as root) in this run's lock folder: never a real server's.
+      ROCK_R_SESSION_UIDS: uidsVariable(testSessionUids()),
+      ROCK_R_LOCK_DIR: testLockDir(),
     },
     stdio: ["ignore", "ignore", "pipe"],
   });

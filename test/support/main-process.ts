@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../networks/server-support.js";
+import { testLockDir, testSessionUids, uidsVariable } from "./uids.js";
 
 /** The repository root: commands run from there as a person runs them from a checkout. */
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -22,9 +23,14 @@ export interface RunOptions {
   readonly timeoutMs?: number;
 }
 
+/**
+ * As root, a server locks its uid block in ROCK_R_LOCK_DIR: each run gets a block of its own (a start
+ * on the default block would collide with a real server's, or another test run's) and this run's lock
+ * folder, unless `own` says otherwise.
+ */
 function environment(own: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ROCK_")));
-  return { ...inherited, ...own };
+  return { ...inherited, ROCK_R_SESSION_UIDS: uidsVariable(testSessionUids()), ROCK_R_LOCK_DIR: testLockDir(), ...own };
 }
 
 /**

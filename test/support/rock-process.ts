@@ -11,8 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../networks/server-support.js";
-import type { UidRange } from "../../src/config/config.js";
-import { testSessionUids, uidsVariable } from "./uids.js";
+import { testLockDir, testSessionUids, uidsVariable } from "./uids.js";
 import { processes } from "./procfs.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -29,8 +28,8 @@ export interface RockProcess {
   readonly url: string;
   readonly port: number;
   readonly dataDir: string;
-  /** Its session uids (a server started again on its data folder takes them too). */
-  readonly uids: UidRange;
+  /** Its session uids, as ROCK_R_SESSION_UIDS says them (`first-last`); a server started again on its data folder takes them too. */
+  readonly uids: string;
   readonly exited: Promise<Exit>;
   /** The service log so far. */
   log(): string;
@@ -58,8 +57,8 @@ export interface SpawnOptions {
   readonly port?: number;
   /** The data folder of a server started again (kill() leaves it: the test removes it). */
   readonly dataDir?: string;
-  /** The session uids of a server started again. */
-  readonly uids?: UidRange;
+  /** The session uids of a server started again (`first-last`). */
+  readonly uids?: string;
 }
 
 /**
@@ -73,8 +72,9 @@ export async function spawnRock(
   const port = options.port ?? (await freePort());
   const own = typeof env === "function" ? env(port) : env;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "rock-process-"));
-  const uids = options.uids ?? testSessionUids();
-  const { first, last } = uids;
+  // A block of its own, unless the test gives one (a server started again, two servers on one block).
+  const uids = options.uids ?? own.ROCK_R_SESSION_UIDS ?? uidsVariable(testSessionUids());
+  const [first, last] = uids.split("-").map(Number) as [number, number];
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ROCK_")));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,
@@ -86,7 +86,8 @@ export async function spawnRock(
       ROCK_HOST: "127.0.0.1",
       ROCK_DATA_DIR: dataDir,
       ROCK_USERS: PROCESS_USERS,
-      ROCK_R_SESSION_UIDS: uidsVariable(uids),
+      ROCK_R_SESSION_UIDS: uids,
+      ROCK_R_LOCK_DIR: testLockDir(),
       // Tests read the log as it is written: each line at once (test/server/logging.test.ts tests lines written together).
       ROCK_LOG_FLUSH_MS: "0",
       ...own,

@@ -5,7 +5,7 @@ import { defaults } from "../../src/config/load.js";
 import type { Config, UserConfig } from "../../src/config/config.js";
 import { startRock, type Rock } from "../../src/compose.js";
 import { createLogger, type Logger } from "../../src/server/logger.js";
-import { testSessionUids } from "./uids.js";
+import { testLockDir, testSessionUids } from "./uids.js";
 
 /** One user per role (the password is the user name), plus one without any role. */
 export const USERS: readonly UserConfig[] = [
@@ -54,7 +54,7 @@ export function testConfig(dataDir: string, patch: Omit<ConfigPatch, "logger"> =
     dataDir,
     users: patch.users ?? USERS,
     node: { ...base.node, ...patch.node },
-    r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids(), ...patch.r },
+    r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids(), lockDir: testLockDir(), ...patch.r },
     packages: { ...base.packages, ...patch.packages },
     limits: { ...base.limits, ...patch.limits },
     // Tests log in wrongly on purpose from one address: only tests about the throttle ask for it.
