@@ -82,6 +82,8 @@ export class REngine {
   private readonly sweepTimer: NodeJS.Timeout | undefined;
   /** Sessions of an earlier run of the service that came back (their folders stay at its first start). */
   private readonly restored = new Set<string>();
+  /** Sessions of an earlier run whose saved state was gone when this one started. */
+  private readonly lostAtStart: string[] = [];
   /** Concurrent Checks share one probe. */
   private checking: Promise<boolean> | undefined;
   /** Sessions being created, counted against the limits before they exist. */
@@ -157,10 +159,12 @@ export class REngine {
    * checkpoint before it crashed); before boot(), whose first start removes what else it left.
    */
   async restoreSessions(): Promise<void> {
-    for (const { record, start } of await this.suspension.restorable()) {
+    const { found, lost } = await this.suspension.restorable();
+    for (const { record, start } of found) {
       this.restored.add(record.id);
       this.addSession(record.id, record.subject, start, undefined);
     }
+    this.lostAtStart.push(...lost);
   }
 
   /** Starts the R server process when the configuration asks for it at service start. */
@@ -367,7 +371,7 @@ export class REngine {
    * but the folders of the sessions that came back; says which sessions came back and which ended.
    */
   private async removeLeftovers(): Promise<void> {
-    const ended = await this.homes.removeLeftovers(this.restored);
+    const ended = [...new Set([...this.lostAtStart, ...(await this.homes.removeLeftovers(this.restored))])];
     if (this.restored.size > 0 || ended.length > 0) this.emit({ kind: "sessions-restored", restored: [...this.restored], ended });
   }
 

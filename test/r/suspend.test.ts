@@ -291,6 +291,16 @@ describe("sessions that outlive their process: suspend, resume, restart", functi
     expect(await value(server, id, "readLines('private.txt')")).to.equal("secret");
   });
 
+  it("ends a suspended session idle r.sessionTimeoutMinutes, with its files", async () => {
+    const dataDir = folder();
+    const server = await serve(dataDir, { r: { sessionTimeoutMinutes: 2 / 60, sessionCheckSeconds: 1 } });
+    const id = await open(server);
+    expect((await suspend(server, id)).status).to.equal(204);
+    await until(async () => (await rest(server.url, "GET", `/r/session/${id}`, admin)).status === 404, 15_000);
+    expect(fs.existsSync(path.join(dataDir, "sessions", id))).to.equal(false);
+    expect(fs.readdirSync(path.join(dataDir, "r-sessions"))).to.deep.equal([]);
+  });
+
   it("ends the suspended session idle longest once the saved states pass r.suspendedMaxMb, saying so", async () => {
     const server = await serve(folder(), { r: { suspendedMaxMb: 3 } });
     const [older, newer] = [await open(server), await open(server)];

@@ -169,16 +169,19 @@ export class Suspension {
 
   /**
    * The sessions the records of an earlier run name whose state file is there, as suspended sessions
-   * start; the others' records are removed.
+   * start; the others' records are removed and their ids answered as `lost` (their folder went: a
+   * sessions' folder under a temporary folder that a reboot emptied, a person's removal).
    */
-  async restorable(): Promise<Array<{ record: SessionRecord; start: SessionStart }>> {
+  async restorable(): Promise<{ found: Array<{ record: SessionRecord; start: SessionStart }>; lost: string[] }> {
     const { records: store, homes } = this.options;
     const { records } = await store.readAll();
     const found: Array<{ record: SessionRecord; start: SessionStart }> = [];
+    const lost: string[] = [];
     for (const record of records) {
       const state = await lstat(homes.folders(record.id).state).catch(() => undefined);
       if (!state?.isFile()) {
         await store.remove(record.id);
+        lost.push(record.id);
         continue;
       }
       this.stateBytes.set(record.id, state.size);
@@ -192,7 +195,7 @@ export class Suspension {
         },
       });
     }
-    return found;
+    return { found, lost };
   }
 
   private failed(session: RSession, error: unknown): void {
