@@ -7,7 +7,7 @@
 import { createHash, pbkdf2Sync, scryptSync, timingSafeEqual } from "node:crypto";
 import { parentPort } from "node:worker_threads";
 import bcrypt from "bcryptjs";
-import { PBKDF2, parseSecret } from "./secret-format.js";
+import { PBKDF2, parseSecret } from "../config/secret-format.js";
 
 /** A well-formed bcrypt hash (cost 10, as bootstrap creates) that no known password matches. */
 const DECOY = "$2b$10$DVvE5haT7og8pbyI6tAvfOZM.p3m0oaKoolo6b39SuDeYun2Feuxb";
@@ -18,14 +18,14 @@ const SETTINGS_LENGTH = 29;
 let decoyMs = 0;
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
-/** @typedef {import("./secret-format.js").StoredSecret} StoredSecret */
+/** @typedef {import("../config/secret-format.js").StoredSecret} StoredSecret */
 
 /**
  * Every check costs at least one slow hash whatever is stored: unknown users (`stored` null) and
  * plain-text secrets pay one against the decoy, and a hash of another kind or cost is never answered
  * sooner than a decoy (Spring's scrypt defaults take about half a bcrypt of cost 10), so that timing
  * tells neither which names exist nor how their secrets are kept.
- * @param {string | null} stored a secret as src/auth/secret-format.js reads it; null for an unknown user
+ * @param {string | null} stored a secret as src/config/secret-format.js reads it; null for an unknown user
  * @param {string} presented
  * @returns {boolean}
  */

@@ -3,7 +3,7 @@ import type { AuthConfig, UserConfig } from "../config/config.js";
 import { defaults } from "../config/load.js";
 import type { Caller } from "./caller.js";
 import { HashPool, HashPoolFull } from "./hash-pool.js";
-import { parseSecret } from "./secret-format.js";
+import { parseSecret } from "../config/secret-format.js";
 import { clientKey, FailureThrottle, tooManyAttempts } from "./throttle.js";
 
 /** How long a verified name/password pair skips the (deliberately slow) hash check. */

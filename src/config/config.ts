@@ -110,7 +110,7 @@ export interface NodeConfig {
 
 export interface UserConfig {
   readonly name: string;
-  /** Plain text, `{noop}plain`, `{bcrypt}$2…`, or Spring Security's `{pbkdf2}…` / `{scrypt}$…` (src/auth/secret-format.js). */
+  /** Plain text, `{noop}plain`, `{bcrypt}$2…`, or Spring Security's `{pbkdf2}…` / `{scrypt}$…` (src/config/secret-format.js). */
   readonly secret: string;
   readonly roles: readonly string[];
 }

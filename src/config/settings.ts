@@ -1,7 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseNetwork } from "../auth/open-networks.js";
+import { parseNetwork } from "./networks.js";
 import type { Config } from "./config.js";
 import {
   absolutePath,

@@ -1,4 +1,4 @@
-import { parseSecret } from "../auth/secret-format.js";
+import { parseSecret } from "./secret-format.js";
 import type { UserConfig } from "./config.js";
 import type { Kind } from "./setting.js";
 

@@ -38,8 +38,19 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
   const nodes: Record<string, RockProcess> = {};
   let vars: Record<string, string>;
   let haproxy: ChildProcess;
+  /** What HAProxy wrote on stderr: its warnings, a server going DOWN among them. */
+  let said = "";
   let lb: string;
   let lbPort: number;
+
+  /** Resolves once HAProxy has said `line` (`Server nodes/node2 is DOWN`) past `said[from]`. */
+  const untilSaid = async (line: string, from: number, ms: number): Promise<void> => {
+    const end = Date.now() + ms;
+    while (said.indexOf(line, from) < 0) {
+      if (Date.now() > end) throw new Error(`HAProxy did not say '${line}' within ${ms} ms: ${said}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
 
   /** Nodes stopped and started again: their first process, ended with the rest at the end. */
   const retired: RockProcess[] = [];
@@ -70,7 +81,6 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
       env: { ...process.env, ...vars },
       stdio: ["ignore", "ignore", "pipe"],
     });
-    let said = "";
     haproxy.stderr?.setEncoding("utf8").on("data", (t: string) => (said += t));
     lb = `http://127.0.0.1:${lbPort}`;
     await untilAnswers(lb, "/_check", 200, 20_000).catch((e: Error) => {
@@ -187,9 +197,11 @@ describe("cluster: three nodes behind HAProxy with deploy/haproxy.cfg, stock cli
     const alive = sessions.filter((id) => nodeOf(id) !== "node2");
     expect(dead.length).to.be.greaterThan(0);
     const killedAt = Date.now();
+    const from = said.length;
     await nodes.node2!.kill();
-    // HAProxy checks /_check every 2 s and takes a node out after 2 failures.
-    await new Promise((r) => setTimeout(r, 6_000));
+    // HAProxy checks /_check every 2 s and takes a node out after 2 failures: new sessions go to the
+    // backend `nodes`, which says so once it has.
+    await untilSaid("Server nodes/node2 is DOWN", from, 10_000);
     const fresh: string[] = [];
     for (let i = 0; i < 6; i++) fresh.push((await rest(lb, "POST", "/r/sessions", admin)).json<{ id: string }>().id);
     expect(Date.now() - killedAt).to.be.lessThan(15_000);

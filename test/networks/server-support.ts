@@ -3,13 +3,14 @@ import { once } from "node:events";
 import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { startRock } from "../../src/compose.js";
-import { createLogger } from "../../src/server/logger.js";
-import { testConfig } from "../support/server.js";
+import { openTestLog } from "../support/logs.js";
+import { testConfig, testLogger } from "../support/server.js";
 import { testLockDir, testSessionUids, uidsVariable } from "../support/uids.js";
 
 /**
  * Servers on a data folder the test owns (unlike startTestServer, stopping one keeps the folder), so
- * that a second server can be started on what the first one left.
+ * that a second server can be started on what the first one left. Each writes its service log to a file
+ * of its own there (test/support/logs.ts).
  */
 
 export interface FolderServer {
@@ -20,8 +21,20 @@ export interface FolderServer {
 
 /** The whole server in this process, on a free loopback port, R not started. */
 export async function startOnFolder(dataDir: string): Promise<FolderServer> {
-  const rock = await startRock(testConfig(dataDir), { logger: createLogger({ level: "warn" }), announce: () => {} });
-  return { url: `http://127.0.0.1:${rock.port}`, port: rock.port, stop: () => rock.close() };
+  const log = openTestLog("a server in this process", dataDir);
+  const rock = await startRock(testConfig(dataDir), { logger: testLogger(log), announce: () => {} }).catch((e: unknown) => {
+    log.close();
+    throw e;
+  });
+  log.name = `the server on port ${rock.port} in this process`;
+  return {
+    url: `http://127.0.0.1:${rock.port}`,
+    port: rock.port,
+    stop: async () => {
+      await rock.close();
+      log.close();
+    },
+  };
 }
 
 /** A port that was free a moment ago: main.ts binds ROCK_PORT as given, so 0 would hide the port. */
@@ -60,20 +73,24 @@ export async function spawnServer(dataDir: string): Promise<ServerProcess> {
     },
     stdio: ["ignore", "ignore", "pipe"],
   });
-  let stderr = "";
+  const log = openTestLog(`the server process ${child.pid} on port ${port}`, dataDir);
   child.stderr!.setEncoding("utf8");
-  child.stderr!.on("data", (chunk: string) => (stderr += chunk));
+  child.stderr!.on("data", (chunk: string) => log.write(chunk));
   const exited = once(child, "exit");
   const gone = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill("SIGKILL");
       await exited;
     }
+    log.close();
   };
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${stderr}`);
+    if (child.exitCode !== null) {
+      log.close();
+      throw new Error(`server exited with ${child.exitCode}: ${log.text()}`);
+    }
     const up = await fetch(`${url}/_info`).then(
       (r) => r.ok,
       () => false,
@@ -81,7 +98,7 @@ export async function spawnServer(dataDir: string): Promise<ServerProcess> {
     if (up) break;
     if (Date.now() > deadline) {
       await gone();
-      throw new Error(`server did not answer on ${port}: ${stderr}`);
+      throw new Error(`server did not answer on ${port}: ${log.text()}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -91,9 +108,11 @@ export async function spawnServer(dataDir: string): Promise<ServerProcess> {
     child,
     kill: gone,
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill("SIGTERM");
-      await exited;
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGTERM");
+        await exited;
+      }
+      log.close();
     },
   };
 }

@@ -13,7 +13,8 @@ import { PROOF_FILE } from "../../src/r/protocol-table.js";
 import { liveProcessesByUid } from "../../src/r/confine/processes.js";
 import { type QuotaSettings, SessionQuotas } from "../../src/r/confine/quotas.js";
 import type { RSession } from "../../src/r/session.js";
-import { createLogger } from "../../src/server/logger.js";
+import { openTestLog } from "../support/logs.js";
+import { testLogger } from "../support/server.js";
 import { testSessionUids } from "../support/uids.js";
 import { alive, startRig, until, type Rig } from "./support.js";
 
@@ -310,6 +311,7 @@ describe("R sessions are confined (service running as root)", function () {
 
   it("refuses to start when the configuration file is readable by every user", async () => {
     const dir = await mkdtemp(join(tmpdir(), "rock-config-"));
+    const log = openTestLog("a server in this process", dir);
     try {
       const file = join(dir, "rock.yaml");
       await writeFile(file, "users: []\n", { mode: 0o644 });
@@ -323,7 +325,7 @@ describe("R sessions are confined (service running as root)", function () {
         configFile: file,
         r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids() },
       };
-      const error = await startRock(config, { logger: createLogger({ level: "warn" }), announce: () => {} }).then(
+      const error = await startRock(config, { logger: testLogger(log), announce: () => {} }).then(
         async (rock) => {
           await rock.close();
           return undefined;
@@ -332,6 +334,7 @@ describe("R sessions are confined (service running as root)", function () {
       );
       expect(error?.message).to.match(/readable by every user.*chmod o-r/);
     } finally {
+      log.close();
       await rm(dir, { recursive: true, force: true });
     }
   });

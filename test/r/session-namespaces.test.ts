@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { hasCapability, SYS_ADMIN } from "../../src/r/confine/capabilities.js";
@@ -79,7 +79,8 @@ describe("what a session sees: its own root, /tmp, /var/tmp, /dev/shm and networ
     let library: string;
     before(async () => {
       library = mkdtempSync(join(tmpdir(), "rock-setup-library-"));
-      cpSync(defaults().r.setupLibrary, library, { recursive: true });
+      // The library itself, should the checkout's r-library be a link to it.
+      cpSync(realpathSync(defaults().r.setupLibrary), library, { recursive: true });
       server = await startTestServer({ r: { startOnBoot: true, spareSessions: 0, setupLibrary: library } });
     });
     after(async () => {

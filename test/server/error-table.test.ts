@@ -15,7 +15,6 @@ import { toRestError } from "../../src/transport/protocols/rest/errors.js";
 import { Fault, type FaultKind } from "../../src/errors/fault.js";
 import { FAULT_ANSWERS, faultError } from "../../src/errors/mapping.js";
 import { faultConversion } from "../../src/interceptors/faults.js";
-import { createLogger } from "../../src/server/logger.js";
 import { call, metadataFor, rest, serveWithClients, type RestAnswer } from "../support/clients.js";
 
 /** kind → HTTP status, gRPC code, the REST `key`: written out, not derived, so that a change shows. */
@@ -177,8 +176,6 @@ describe("error table: end to end, REST and gRPC", function () {
     r: { startOnBoot: false, startWaitSeconds: 0, profile, spareSessions: 0, maxSessionsPerUser: 1 },
     limits: { maxBodyBytes: MAX_BODY, maxUploadBytes: MAX_UPLOAD },
     packages: { gitHost: "relative/dir" },
-    // Refusals of limits are logged as warnings: expected here.
-    logger: createLogger({ level: "error" }),
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 

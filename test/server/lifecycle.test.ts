@@ -56,7 +56,10 @@ function alive(pid: number): boolean {
   }
 }
 
-/** A started server with R running, one session evaluating `script`, and the pids to look for afterwards. */
+/**
+ * A started server with R running, one session evaluating `script`, the pids to look for afterwards and
+ * the session's working folder (as R and this process both see it).
+ */
 async function serverEvaluating(env: Record<string, string>, script: string) {
   const server = await spawnRock({ ROCK_R_START: "true", ...env });
   try {
@@ -70,8 +73,9 @@ async function serverEvaluating(env: Record<string, string>, script: string) {
   const id = await newSession(server);
   const sessionPid = Number((await rest(server, "POST", `/r/session/${id}/_eval`, "user", "Sys.getpid()")).text);
   expect(sessionPid).to.be.greaterThan(0);
+  const workDir = JSON.parse((await rest(server, "POST", `/r/session/${id}/_eval`, "user", "getwd()")).text) as string;
   const { answer } = await evaluating(server, id, script);
-  return { server, id, sessionPid, answer };
+  return { server, id, sessionPid, workDir, answer };
 }
 
 /** Nothing of R is left: no member of the R server's group, no process of a session uid, the session gone. */
@@ -93,7 +97,8 @@ describe("stopping on SIGTERM", function () {
   });
 
   it("drains: NOT_SERVING, /_check 500 and new work 503 at once, the running eval completes, then R ends and the process exits 0", async () => {
-    const started = await serverEvaluating({}, "Sys.sleep(2); 42");
+    // The evaluation runs until the test has seen the drain (a file it writes then), 10 s at most.
+    const started = await serverEvaluating({}, "for (i in 1:500) if (file.exists('drain-seen')) break else Sys.sleep(0.02); 42");
     server = started.server;
     const health = connectClient(Health, server.port, "grpc");
     const watched: Status[] = [];
@@ -143,6 +148,8 @@ describe("stopping on SIGTERM", function () {
     expect(catalogue.status).to.equal(503);
     // A client with a session may still look at it (and finish its work there).
     expect((await rest(server, "GET", `/r/session/${started.id}`, "user")).status).to.equal(200);
+    expect(server.log(), "still draining").not.to.match(/drained/);
+    writeFileSync(join(started.workDir, "drain-seen"), "");
 
     const answer = await started.answer;
     expect(answer.status, answer.text).to.equal(200);

@@ -1,5 +1,6 @@
 import { expect } from "chai";
-import { networkMatcher, parseNetwork } from "../../src/auth/open-networks.js";
+import { networkMatcher } from "../../src/auth/open-networks.js";
+import { parseNetwork } from "../../src/config/networks.js";
 import { loadConfig } from "../../src/config/load.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 

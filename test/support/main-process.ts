@@ -1,7 +1,9 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../networks/server-support.js";
+import { openTestLog } from "./logs.js";
 import { testLockDir, testSessionUids, uidsVariable } from "./uids.js";
 
 /** The repository root: commands run from there as a person runs them from a checkout. */
@@ -40,21 +42,30 @@ function environment(own: Readonly<Record<string, string>> = {}): NodeJS.Process
 export async function runMain(args: readonly string[], o: RunOptions = {}): Promise<Finished> {
   const command = o.command ?? [process.execPath, "--import", "tsx", "src/main.ts"];
   const child = spawn(command[0]!, [...command.slice(1), ...args], { cwd: ROOT, env: environment(o.env), stdio: ["pipe", "pipe", "pipe"] });
+  // What it printed, both streams, for a failure to show (test/support/logs.ts).
+  const log = openTestLog(`\`${[basename(command.at(-1)!), ...args].join(" ")}\` (process ${child.pid}; stdout and stderr)`);
   let stdout = "";
   let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (t: string) => (stdout += t));
-  child.stderr.setEncoding("utf8").on("data", (t: string) => (stderr += t));
+  child.stdout.setEncoding("utf8").on("data", (t: string) => {
+    stdout += t;
+    log.write(t);
+  });
+  child.stderr.setEncoding("utf8").on("data", (t: string) => {
+    stderr += t;
+    log.write(t);
+  });
   child.stdin.end(o.input ?? "");
   const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
   const timer = setTimeout(() => child.kill("SIGKILL"), o.timeoutMs ?? 20_000);
   const [code, signal] = await exited;
   clearTimeout(timer);
+  log.close();
   return { code: signal === "SIGKILL" ? null : code, stdout, stderr };
 }
 
 export interface MainServer {
   readonly url: string;
-  /** What the server printed so far (its log). */
+  /** What the server printed so far (its log; written to `service.log` in its ROCK_DATA_DIR when there is one). */
   stderr(): string;
   stop(): Promise<void>;
 }
@@ -67,15 +78,17 @@ export async function startMain(env: Readonly<Record<string, string>>): Promise<
     env: environment({ ROCK_PORT: String(port), ROCK_HOST: "127.0.0.1", ROCK_R_START: "false", ...env }),
     stdio: ["ignore", "ignore", "pipe"],
   });
-  let stderr = "";
-  child.stderr.setEncoding("utf8").on("data", (t: string) => (stderr += t));
+  const log = openTestLog(`the server process ${child.pid} on port ${port}`, env.ROCK_DATA_DIR);
+  child.stderr.setEncoding("utf8").on("data", (t: string) => log.write(t));
   const exited = once(child, "exit");
   const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-    await exited;
-    clearTimeout(timer);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+      await exited;
+      clearTimeout(timer);
+    }
+    log.close();
   };
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
@@ -87,9 +100,9 @@ export async function startMain(env: Readonly<Record<string, string>>): Promise<
   ) {
     if (child.exitCode !== null || Date.now() > deadline) {
       await stop();
-      throw new Error(`the server did not start: ${stderr}`);
+      throw new Error(`the server did not start: ${log.text()}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { url, stderr: () => stderr, stop };
+  return { url, stderr: () => log.text(), stop };
 }

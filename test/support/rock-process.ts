@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../networks/server-support.js";
+import { openTestLog } from "./logs.js";
 import { testLockDir, testSessionUids, uidsVariable } from "./uids.js";
 import { processes } from "./procfs.js";
 
@@ -31,7 +32,7 @@ export interface RockProcess {
   /** Its session uids, as ROCK_R_SESSION_UIDS says them (`first-last`); a server started again on its data folder takes them too. */
   readonly uids: string;
   readonly exited: Promise<Exit>;
-  /** The service log so far. */
+  /** The service log so far (its stderr, written to `service.log` in its data folder). */
   log(): string;
   /** Notes the R server's process group (while it runs), so that leftovers() can look for its members. */
   noteRServer(): number | undefined;
@@ -95,8 +96,8 @@ export async function spawnRock(
   });
   const pid = child.pid;
   if (pid === undefined) throw new Error("could not spawn the server");
-  let log = "";
-  child.stderr.setEncoding("utf8").on("data", (text: string) => (log += text));
+  const log = openTestLog(`the server process ${pid} on port ${port}`, dataDir);
+  child.stderr.setEncoding("utf8").on("data", (text: string) => log.write(text));
   const exited = once(child, "exit").then(([code, signal]) => ({ code, signal, at: Date.now() }) as Exit);
   const groups = new Set<number>();
   const noteRServer = (): number | undefined => {
@@ -115,7 +116,7 @@ export async function spawnRock(
     dataDir,
     uids,
     exited,
-    log: () => log,
+    log: () => log.text(),
     noteRServer,
     leftovers,
     async kill() {
@@ -127,6 +128,7 @@ export async function spawnRock(
       }
       for (const g of groups) signal(-g);
       for (const p of leftovers()) signal(p);
+      log.close();
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -5,6 +5,7 @@ import { defaults } from "../../src/config/load.js";
 import type { Config, UserConfig } from "../../src/config/config.js";
 import { startRock, type Rock } from "../../src/compose.js";
 import { createLogger, type Logger } from "../../src/server/logger.js";
+import { openTestLog, type TestLog } from "./logs.js";
 import { testLockDir, testSessionUids } from "./uids.js";
 
 /** One user per role (the password is the user name), plus one without any role. */
@@ -39,7 +40,7 @@ export interface ConfigPatch {
   readonly metrics?: Partial<Config["metrics"]>;
   /** Certificate and key files: the server speaks HTTPS only and `url` is https. */
   readonly tls?: Config["tls"];
-  /** The service log; warnings and errors on stderr by default. */
+  /** A logger of the test's own, given every line the server logs as well (its log file gets them all). */
   readonly logger?: Logger;
 }
 
@@ -64,17 +65,46 @@ export function testConfig(dataDir: string, patch: Omit<ConfigPatch, "logger"> =
   };
 }
 
-/** A whole server on a free loopback port with a fresh data folder; `stop()` removes both. */
+/**
+ * The service log of a server in this process, from info up, written to `log` (test/support/logs.ts:
+ * never the run's output; a failure shows its last lines), and handed to `also` too, a test's own logger.
+ */
+export function testLogger(log: TestLog, also?: Logger): Logger {
+  const logger = createLogger({ level: "info", destination: { write: (line: string) => log.write(line) } });
+  if (!also) return logger;
+  return {
+    info(msg, fields) {
+      logger.info(msg, fields);
+      also.info(msg, fields);
+    },
+    warn(msg, fields) {
+      logger.warn(msg, fields);
+      also.warn(msg, fields);
+    },
+    error(msg, fields) {
+      logger.error(msg, fields);
+      also.error(msg, fields);
+    },
+  };
+}
+
+/**
+ * A whole server on a free loopback port with a fresh data folder, its service log in `service.log`
+ * there; `stop()` removes both.
+ */
 export async function startTestServer(patch: ConfigPatch = {}): Promise<TestServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "rock-test-"));
   const config = testConfig(dataDir, patch);
+  const log = openTestLog("a server in this process", dataDir);
   let rock: Rock;
   try {
-    rock = await startRock(config, { logger: patch.logger ?? createLogger({ level: "warn" }), announce: () => {} });
+    rock = await startRock(config, { logger: testLogger(log, patch.logger), announce: () => {} });
   } catch (e) {
+    log.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
     throw e;
   }
+  log.name = `the server on port ${rock.port} in this process`;
   return {
     port: rock.port,
     url: `${patch.tls ? "https" : "http"}://127.0.0.1:${rock.port}`,
@@ -82,6 +112,7 @@ export async function startTestServer(patch: ConfigPatch = {}): Promise<TestServ
     config,
     async stop() {
       await rock.close();
+      log.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -1,8 +1,9 @@
 // @ts-check
 /**
- * The stored forms of a password, parsed. One parser for the configuration, which refuses at start a
- * secret that could not be checked (a hash from another system must never become a literal password),
- * and for the hash worker, which checks one. Plain JavaScript because the worker runs without tsx.
+ * The stored forms of a password, parsed: what the `users` setting's secrets may be. One parser for the
+ * configuration, which refuses at start a secret that could not be checked (a hash from another system
+ * must never become a literal password), and for the hash worker (src/auth/hash-worker.js), which
+ * checks one. Plain JavaScript because the worker runs without tsx.
  *
  * `{pbkdf2}` and `{scrypt}` are Spring Security's encodings (what Rock's DelegatingPasswordEncoder
  * reads): Pbkdf2PasswordEncoder() and SCryptPasswordEncoder() with their defaults.
