@@ -167,7 +167,14 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       services: clustered([
         registerService(
           RService,
-          createRServiceHandlers({ engine, node: config.node, r: config.r, maxUploadBytes: config.limits.maxUploadBytes, packages }),
+          createRServiceHandlers({
+            engine,
+            node: config.node,
+            r: config.r,
+            maxUploadBytes: config.limits.maxUploadBytes,
+            maxAssignBytes: config.limits.maxAssignBytes,
+            packages,
+          }),
           restStyleOf(RService),
         ),
         registerService(NetworkService, networkHandlers, restStyleOf(NetworkService)),
@@ -186,7 +193,8 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
         authInterceptor(users, config.auth.securityEnabled ? undefined : networkMatcher(config.auth.openNetworks, "auth.openNetworks")),
       ],
       maxBodyBytes: config.limits.maxBodyBytes,
-      maxUploadBytes: config.limits.maxUploadBytes,
+      // A REST body streamed to a client-streaming RPC (an upload, an assign): each handler keeps its own limit.
+      maxUploadBytes: Math.max(config.limits.maxUploadBytes, config.limits.maxAssignBytes),
       timeouts: config.limits,
       logger,
       serving: lifecycle,

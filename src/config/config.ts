@@ -251,10 +251,12 @@ export interface PackagesConfig {
 }
 
 export interface LimitsConfig {
-  /** Largest request body accepted by REST and RPC calls (413 past it); uploads excepted. */
+  /** Largest request body accepted by REST and RPC calls (413 past it); uploads and streamed assigns excepted. */
   readonly maxBodyBytes: number;
   /** Largest uploaded file. */
   readonly maxUploadBytes: number;
+  /** Largest body of an assign (its value, as sent: base64, a serialization or a script). */
+  readonly maxAssignBytes: number;
   /**
    * A connection with nothing in flight is closed past it: before its first byte, between HTTP/1.1
    * requests (keep-alive), an HTTP/2 session without an open stream (GOAWAY).

@@ -257,6 +257,11 @@ export const SETTINGS = {
   limits: {
     maxBodyBytes: new Setting(bytes, { env: "ROCK_MAX_BODY_BYTES", default: 64 * 1024 * 1024, meaning: "413 past it" }),
     maxUploadBytes: new Setting(bytes, { env: "ROCK_MAX_UPLOAD_BYTES", default: 16 * 1024 * 1024 * 1024, meaning: "413 past it" }),
+    maxAssignBytes: new Setting(bytes, {
+      env: "ROCK_MAX_ASSIGN_BYTES",
+      default: 16 * 1024 * 1024 * 1024,
+      meaning: "an assign's body (`_assign`, `Assign`, `AssignStream`) as sent; 413 past it",
+    }),
     headersTimeoutSeconds: new Setting(seconds, {
       env: "ROCK_HEADERS_TIMEOUT_SECONDS",
       default: 20,

@@ -18,7 +18,10 @@ const NDJSON = "application/x-ndjson";
 export function requestBodyOf(route: Route, schemas: SchemaSet, answers: HandlerAnswers): RequestBody | undefined {
   const body = route.bodyField;
   if (!body) return undefined;
-  if (route.spec.kind === "client_streaming") return { required: true, content: uploadContent(route) };
+  // A streamed body of given media types (an assign's value), else a file upload.
+  if (route.spec.kind === "client_streaming") {
+    return { required: true, content: answers.requestMedia ? rawContent(answers.requestMedia) : uploadContent(route) };
+  }
   // An empty JSON body is an empty message.
   if (body === "*") return { required: false, content: json(schemas.message(route.spec.method.input, route.style)) };
   if (isHttpBody(body)) return { required: true, content: rawContent(answers.requestMedia ?? DEFAULT_RAW_MEDIA) };

@@ -29,9 +29,9 @@ const JSON_OR_RDATA = ["application/json", "application/octet-stream"];
 
 /** By RPC (`package.Service.Method`); each entry mirrors its handler (src/r/service, src/networks/service). */
 const ANSWERS: Readonly<Record<string, HandlerAnswers>> = {
-  "rock.r.v1.RService.Assign": {
+  "rock.r.v1.RService.AssignStream": {
     when: { 200: "Assigned (`async` false): no body.", 201: "`async=true`: the queued command." },
-    requestMedia: ["application/x-rscript", "application/x-rdata"],
+    requestMedia: ["application/x-rscript", "application/x-rdata", "application/octet-stream"],
   },
   "rock.r.v1.RService.Eval": {
     when: {

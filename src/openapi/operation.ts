@@ -24,7 +24,7 @@ export function describeRoute(route: Route, schemas: SchemaSet, operationId: str
   const notes = [
     ...(comment ? [comment] : []),
     accessText(rule),
-    ...kindNote(route),
+    ...kindNote(route, answers),
     ...negotiationNote(route),
     `gRPC, gRPC-Web and Connect: \`/${method.parent.typeName}/${method.name}\`.`,
   ];
@@ -76,13 +76,14 @@ function successResponse(
   return { description, ...(Object.keys(headers).length > 0 ? { headers } : {}), ...(content ? { content } : {}) };
 }
 
-function kindNote(route: Route): string[] {
+function kindNote(route: Route, answers: HandlerAnswers): string[] {
   switch (route.spec.kind) {
     case "server_streaming":
       return rawStreamField(route)
         ? ["Streams the bytes as they are read."]
         : ["Streams newline-delimited JSON while the call runs, one message per line; leaving cancels the call."];
     case "client_streaming":
+      if (answers.requestMedia) return ["Streams the body as it arrives: it is never held whole."];
       return [
         `Streams the body: multipart/form-data with the file in the part \`${FILE_PART}\` and the parameters as form fields or in the query, or the file itself.`,
       ];

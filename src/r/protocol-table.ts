@@ -46,8 +46,11 @@ export const FIELDS = {
   filesystem: ["minimal", "host"],
   /** How a value is answered: jsonlite JSON, or the bytes of R's serialize(x, NULL). */
   format: ["json", "rds"],
-  /** What an assignment's body is: a script whose value is assigned, or an R-serialized value. */
-  source: ["script", "rdata"],
+  /**
+   * What an assignment's body is: a script whose value is assigned, an R-serialized value, or the
+   * path of a file in the session's folder that holds one (R reads it, then removes it).
+   */
+  source: ["script", "rdata", "file"],
   /** The name an assignment binds in the session's global environment. */
   symbol: "text",
   /** R's `major.minor`. */
@@ -110,7 +113,7 @@ export const TO_SESSION = {
     letter: "A",
     doc: "assign the value of the body to symbol",
     fields: ["source", "symbol"],
-    body: "the script (UTF-8) or the R serialization",
+    body: "the script (UTF-8), the R serialization, or the path of a file holding it",
   },
   drain: { letter: "D", doc: "consume a SIGINT that landed after the evaluation it aimed at; not answered", fields: [] },
   save: {

@@ -36,8 +36,14 @@ import { TO_SERVER, TO_SESSION } from "./protocol-table.js";
 /** How an R value is answered: jsonlite JSON, or the bytes of R's serialize(x, NULL). */
 export type ValueFormat = FieldValue<"format">;
 
-/** What to assign: the value of an R expression, or an R-serialized value. */
-export type AssignSource = { readonly kind: "script"; readonly text: Uint8Array } | { readonly kind: "rdata"; readonly bytes: Uint8Array };
+/**
+ * What to assign: the value of an R expression, an R-serialized value, or a file of the session's
+ * folder holding one (`bytes` long), which R reads and removes.
+ */
+export type AssignSource =
+  | { readonly kind: "script"; readonly text: Uint8Array }
+  | { readonly kind: "rdata"; readonly bytes: Uint8Array }
+  | { readonly kind: "file"; readonly path: string; readonly bytes: number };
 
 /** Who an isolated session process runs as, and its limits (the fields are told in protocol-table.ts). */
 export type SessionIdentity = Omit<FieldsOf<typeof TO_SERVER.forkAs>, keyof ForkRequest>;
@@ -70,7 +76,8 @@ export function isLive(request: Buffer): boolean {
 }
 
 export function assignFrame(symbol: string, source: AssignSource): Buffer {
-  return frameOf(TO_SESSION.assign, { source: source.kind, symbol }, source.kind === "script" ? source.text : source.bytes);
+  const body = source.kind === "script" ? source.text : source.kind === "rdata" ? source.bytes : Buffer.from(source.path);
+  return frameOf(TO_SESSION.assign, { source: source.kind, symbol }, body);
 }
 
 /** An isolated session is forked as `identity`. */

@@ -1,3 +1,4 @@
+import { rm } from "node:fs/promises";
 import type { EventSink, Outcome, RChild } from "./child.js";
 import { CommandList, type CommandEntry } from "./commands.js";
 import type { Owner } from "./confine/as-owner.js";
@@ -65,9 +66,8 @@ interface Job {
 }
 
 function assignScript(symbol: string, source: AssignSource): string {
-  return source.kind === "script"
-    ? `${symbol} <- ${Buffer.from(source.text).toString("utf8")}`
-    : `${symbol} <- unserialize(<${source.bytes.length} bytes>)`;
+  if (source.kind === "script") return `${symbol} <- ${Buffer.from(source.text).toString("utf8")}`;
+  return `${symbol} <- unserialize(<${source.kind === "file" ? source.bytes : source.bytes.length} bytes>)`;
 }
 
 /** What a session tells of itself: the service answers it as a `Session` message. */
@@ -189,7 +189,9 @@ export class RSession implements SessionInfo {
 
   submitAssign(symbol: string, source: AssignSource): CommandEntry {
     const entry = this.commands.add(assignScript(symbol, source), undefined);
-    this.submit(entry, assignFrame(symbol, source), false);
+    // A staged serialization R never reads (the command deleted or dropped first) goes too.
+    const unread = source.kind === "file" ? () => void rm(source.path, { force: true }).catch(() => undefined) : undefined;
+    this.submit(entry, assignFrame(symbol, source), false, unread);
     return entry;
   }
 
@@ -199,6 +201,9 @@ export class RSession implements SessionInfo {
    */
   async useFiles(): Promise<{ readonly dirs: SessionDirs; done(): void }> {
     this.touch();
+    // Counted once resumed, not before: a suspend queued ahead waits for the uses to end, and the
+    // resume is queued behind it.
+    if (!this.process) await this.awaken();
     this.users++;
     let done = false;
     const release = (): void => {
@@ -206,12 +211,6 @@ export class RSession implements SessionInfo {
       done = true;
       if (--this.users === 0) this.usersGone?.();
     };
-    try {
-      if (!this.process) await this.awaken();
-    } catch (error) {
-      release();
-      throw error;
-    }
     return { dirs: this.dirs, done: release };
   }
 
@@ -343,12 +342,12 @@ export class RSession implements SessionInfo {
     void running.finally(() => clearTimeout(grace));
   }
 
-  private submit(entry: CommandEntry, frame: Buffer, withResult: boolean): void {
+  private submit(entry: CommandEntry, frame: Buffer, withResult: boolean, unread?: () => void): void {
     this.touch();
     const session = this;
     this.enqueue({
       async run() {
-        if (entry.deleted) return;
+        if (entry.deleted) return unread?.();
         entry.started();
         const outcome = await session.execute(frame);
         if (outcome.ok) entry.completed(withResult ? outcome.value : undefined);
@@ -356,6 +355,7 @@ export class RSession implements SessionInfo {
         else entry.failed(outcome.ended ? session.endedFault().message : outcome.error);
       },
       drop(reason) {
+        unread?.();
         entry.failed(reason.message);
       },
     });

@@ -207,6 +207,17 @@ local({
     tryCatch(allowInterrupts(Sys.sleep(0.001)), interrupt = function(i) NULL)
   }
 
+  # A large serialization Node staged in the session's folder as it arrived: unserialized straight
+  # from the file (no copy of its bytes in R), which goes once read, whatever happens.
+  read_staged <- function(path) {
+    con <- file(path, "rb")
+    on.exit({
+      close(con)
+      unlink(path)
+    })
+    unserialize(con)
+  }
+
   # An evaluation's letter says how its value is answered (and whether it is live): its payload is the
   # script alone, read with no field before it.
   handle <- function(con, out, frame, live) {
@@ -221,7 +232,10 @@ local({
       fields <- read_fields(p, to_session_assign_fields)
       body <- body_after(p, fields)
       evaluate(con, out, function() {
-        value <- if (fields[["source"]] == source_words[["rdata"]]) unserialize(body) else run_script(rawToChar(body))
+        source <- fields[["source"]]
+        value <- if (source == source_words[["rdata"]]) unserialize(body)
+          else if (source == source_words[["file"]]) read_staged(rawToChar(body))
+          else run_script(rawToChar(body))
         assign(fields[["symbol"]], value, envir = globalenv())
         raw(0L)
       }, announce, FALSE)

@@ -86,7 +86,14 @@ export async function startRig(
     log: (text) => log.append(text),
     timeoutSeconds: 60,
   });
-  const handlers = createRServiceHandlers({ engine, node: NODE, r: config, maxUploadBytes: options.maxUploadBytes ?? 1 << 30, packages });
+  const handlers = createRServiceHandlers({
+    engine,
+    node: NODE,
+    r: config,
+    maxUploadBytes: options.maxUploadBytes ?? 1 << 30,
+    maxAssignBytes: 1 << 30,
+    packages,
+  });
   const close = async (): Promise<void> => {
     await engine.close();
     log.close();

@@ -175,7 +175,11 @@ describe("OpenAPI description", () => {
     const param = (op: Operation, name: string) => op.parameters?.find((p) => p.name === name);
     expect(param(assign, "s")).to.deep.include({ in: "query", description: "Also accepted as `symbol`." });
     expect(param(assign, "async")!.schema).to.deep.equal({ type: "string", enum: ["true", "false", "TRUE", "FALSE"] });
-    expect(Object.keys(assign.requestBody!.content)).to.deep.equal(["application/x-rscript", "application/x-rdata"]);
+    expect(Object.keys(assign.requestBody!.content)).to.deep.equal([
+      "application/x-rscript",
+      "application/x-rdata",
+      "application/octet-stream",
+    ]);
     const list = doc.paths["/ws/draft/networks"]!.get!;
     expect(param(list, "exclude")).to.deep.include({ style: "form", explode: true, schema: { type: "array", items: { type: "string" } } });
     expect(param(list, "limit")!.schema).to.deep.equal({ type: "integer", format: "int32" });

@@ -13,15 +13,17 @@ export interface RServiceDeps {
   readonly node: NodeConfig;
   readonly r: RConfig;
   readonly maxUploadBytes: number;
+  /** limits.maxAssignBytes: an assign's body, as sent. */
+  readonly maxAssignBytes: number;
   readonly packages: PackageOperations;
 }
 
 /** RService over the R engine and the package manager; a handler left out fails to type-check. */
 export function createRServiceHandlers(deps: RServiceDeps): ServiceImpl<typeof RService> {
-  const { engine, node, r, maxUploadBytes, packages } = deps;
+  const { engine, node, r, maxUploadBytes, maxAssignBytes, packages } = deps;
   return {
     ...serverHandlers(engine, node, r),
-    ...sessionHandlers(engine),
+    ...sessionHandlers(engine, maxAssignBytes),
     ...commandHandlers(engine, r.commandWaitSeconds * 1000),
     ...fileHandlers(engine, maxUploadBytes),
     ...createPackageHandlers(packages),

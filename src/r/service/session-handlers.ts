@@ -2,7 +2,7 @@ import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { HttpBody } from "../../../gen/es/google/api/httpbody_pb.js";
-import type { ExecuteResponseSchema, RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
+import type { Command, ExecuteResponseSchema, RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
 import { callerOf, hasAnyRole } from "../../auth/caller.js";
 import { Channel } from "../../channel.js";
 import { Fault } from "../../errors/fault.js";
@@ -12,6 +12,8 @@ import { contentTypeOf, negotiate } from "./negotiate.js";
 import { commandMessage, sessionMessage } from "./messages.js";
 import type { AssignSource } from "../protocol.js";
 import { SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
+import type { RSession } from "../session.js";
+import { AssignBody, bodyKindOf, type BodyKind } from "./assign-body.js";
 
 export type SessionHandlers = Pick<
   ServiceImpl<typeof RService>,
@@ -22,6 +24,7 @@ export type SessionHandlers = Pick<
   | "deleteSession"
   | "suspendSession"
   | "assign"
+  | "assignStream"
   | "eval"
   | "execute"
   | "interruptSession"
@@ -29,7 +32,6 @@ export type SessionHandlers = Pick<
 
 type ExecuteEvent = MessageInitShape<typeof ExecuteResponseSchema>;
 
-const RDATA = "application/x-rdata";
 const EMPTY = new Uint8Array(0);
 /** The whitespace R's parser skips, in the bytes of a script. */
 const BLANK = new Set([0x20, 0x09, 0x0a, 0x0b, 0x0c, 0x0d]);
@@ -44,14 +46,53 @@ function requiredScript(body: HttpBody | undefined): Uint8Array {
   return data;
 }
 
-function assignSource(body: HttpBody | undefined): AssignSource {
-  const data = requiredScript(body);
-  const type = body?.contentType.split(";")[0]?.trim().toLowerCase();
-  if (type !== RDATA) return { kind: "script", text: data };
-  return { kind: "rdata", bytes: Buffer.from(Buffer.from(data).toString("latin1"), "base64") };
+/** A symbol to assign: present, and without NUL (an R symbol cannot hold one; it ends a frame's field). */
+function checkedSymbol(symbol: string): string {
+  if (symbol === "") throw new Fault("invalid", "Symbol to assign is required");
+  if (symbol.includes("\0")) throw new Fault("invalid", "Symbol to assign cannot hold NUL");
+  return symbol;
 }
 
-export function sessionHandlers(engine: REngine): SessionHandlers {
+async function* oneChunk(data: Uint8Array | undefined): AsyncIterable<Uint8Array> {
+  if (data && data.length > 0) yield data;
+}
+
+/**
+ * Assigns what `chunks` hold to `symbol` (see AssignBody), now or as a command: staged in the
+ * session's folder while it arrives when large, never half assigned. The session is held awake while
+ * its body is staged, and let go before the assign is queued (a suspend queued meanwhile then goes
+ * first, and the staged file with the folder).
+ */
+async function assignFrom(
+  session: RSession,
+  symbol: string,
+  async: boolean,
+  kind: BodyKind,
+  chunks: AsyncIterable<Uint8Array>,
+  maxBytes: number,
+  signal: AbortSignal,
+): Promise<{ command?: Command }> {
+  let files: Awaited<ReturnType<RSession["useFiles"]>> | undefined;
+  const body = new AssignBody(kind, async () => (files ??= await session.useFiles()).dirs, maxBytes);
+  let source: AssignSource;
+  try {
+    for await (const chunk of chunks) await body.push(chunk);
+    source = await body.finish();
+  } catch (error) {
+    await body.discard();
+    throw error;
+  } finally {
+    files?.done();
+  }
+  if (async) return { command: commandMessage(session.submitAssign(symbol, source)) };
+  await session.assign(symbol, source, signal).catch(async (error: unknown) => {
+    await body.discard();
+    throw error;
+  });
+  return {};
+}
+
+export function sessionHandlers(engine: REngine, maxAssignBytes: number): SessionHandlers {
   return {
     async listSessions(req, ctx) {
       const caller = callerOf(ctx);
@@ -87,16 +128,26 @@ export function sessionHandlers(engine: REngine): SessionHandlers {
 
     async assign(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
-      if (req.symbol === "") throw new Fault("invalid", "Symbol to assign is required");
-      // An R symbol cannot hold NUL, which ends a field of the frame that carries it.
-      if (req.symbol.includes("\0")) throw new Fault("invalid", "Symbol to assign cannot hold NUL");
-      const source = assignSource(req.body);
-      if (req.async) {
-        const command = session.submitAssign(req.symbol, source);
-        return { command: commandMessage(command) };
+      const symbol = checkedSymbol(req.symbol);
+      const kind = bodyKindOf(req.body?.contentType);
+      return assignFrom(session, symbol, req.async, kind, oneChunk(req.body?.data), maxAssignBytes, ctx.signal);
+    },
+
+    async assignStream(requests, ctx) {
+      const messages = requests[Symbol.asyncIterator]();
+      const first = await messages.next();
+      if (first.done) throw new Fault("invalid", "Assign names no R session");
+      const { id, symbol, async, contentType } = first.value;
+      const session = sessionFor(engine, ctx, id, SESSION_USERS);
+      async function* chunks(): AsyncIterable<Uint8Array> {
+        const data = first.value?.chunk?.data;
+        if (data && data.length > 0) yield data;
+        for (let next = await messages.next(); !next.done; next = await messages.next()) {
+          const more = next.value.chunk?.data;
+          if (more && more.length > 0) yield more;
+        }
       }
-      await session.assign(req.symbol, source, ctx.signal);
-      return {};
+      return assignFrom(session, checkedSymbol(symbol), async, bodyKindOf(contentType), chunks(), maxAssignBytes, ctx.signal);
     },
 
     async eval(req, ctx) {

@@ -184,6 +184,27 @@ export interface AssignRequest {
   body?: HttpBody | undefined;
 }
 
+/**
+ * The first message names the session, the symbol and the body's type; every message may carry a
+ * chunk of the body.
+ */
+export interface AssignStreamRequest {
+  id: string;
+  symbol: string;
+  async: boolean;
+  /**
+   * application/x-rscript, application/x-rdata (base64, line breaks ignored) or
+   * application/octet-stream (R serialization).
+   */
+  contentType: string;
+  chunk?: HttpBody | undefined;
+}
+
+export interface AssignStreamResponse {
+  /** Set when `async` is true. */
+  command?: Command | undefined;
+}
+
 export interface AssignResponse {
   /** Set when `async` is true. */
   command?: Command | undefined;
@@ -2688,6 +2709,218 @@ export const AssignRequest: MessageFns<AssignRequest> = {
     message.symbol = object.symbol ?? "";
     message.async = object.async ?? false;
     message.body = (object.body !== undefined && object.body !== null) ? HttpBody.fromPartial(object.body) : undefined;
+    return message;
+  },
+};
+
+function createBaseAssignStreamRequest(): AssignStreamRequest {
+  return { id: "", symbol: "", async: false, contentType: "", chunk: undefined };
+}
+
+export const AssignStreamRequest: MessageFns<AssignStreamRequest> = {
+  encode(message: AssignStreamRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.symbol !== "") {
+      writer.uint32(18).string(message.symbol);
+    }
+    if (message.async !== false) {
+      writer.uint32(24).bool(message.async);
+    }
+    if (message.contentType !== "") {
+      writer.uint32(34).string(message.contentType);
+    }
+    if (message.chunk !== undefined) {
+      HttpBody.encode(message.chunk, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AssignStreamRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAssignStreamRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.symbol = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.async = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.contentType = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.chunk = HttpBody.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AssignStreamRequest {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      symbol: isSet(object.s)
+        ? globalThis.String(object.s)
+        : isSet(object.symbol)
+        ? globalThis.String(object.symbol)
+        : "",
+      async: isSet(object.async) ? globalThis.Boolean(object.async) : false,
+      contentType: isSet(object.contentType)
+        ? globalThis.String(object.contentType)
+        : isSet(object.content_type)
+        ? globalThis.String(object.content_type)
+        : "",
+      chunk: isSet(object.chunk) ? HttpBody.fromJSON(object.chunk) : undefined,
+    };
+  },
+
+  toJSON(message: AssignStreamRequest): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.symbol !== "") {
+      obj.s = message.symbol;
+    }
+    if (message.async !== false) {
+      obj.async = message.async;
+    }
+    if (message.contentType !== "") {
+      obj.contentType = message.contentType;
+    }
+    if (message.chunk !== undefined) {
+      obj.chunk = HttpBody.toJSON(message.chunk);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AssignStreamRequest>, I>>(base?: I): AssignStreamRequest {
+    return AssignStreamRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AssignStreamRequest>, I>>(object: I): AssignStreamRequest {
+    const message = createBaseAssignStreamRequest();
+    message.id = object.id ?? "";
+    message.symbol = object.symbol ?? "";
+    message.async = object.async ?? false;
+    message.contentType = object.contentType ?? "";
+    message.chunk = (object.chunk !== undefined && object.chunk !== null)
+      ? HttpBody.fromPartial(object.chunk)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseAssignStreamResponse(): AssignStreamResponse {
+  return { command: undefined };
+}
+
+export const AssignStreamResponse: MessageFns<AssignStreamResponse> = {
+  encode(message: AssignStreamResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.command !== undefined) {
+      Command.encode(message.command, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AssignStreamResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAssignStreamResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.command = Command.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AssignStreamResponse {
+    return { command: isSet(object.command) ? Command.fromJSON(object.command) : undefined };
+  },
+
+  toJSON(message: AssignStreamResponse): unknown {
+    const obj: any = {};
+    if (message.command !== undefined) {
+      obj.command = Command.toJSON(message.command);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AssignStreamResponse>, I>>(base?: I): AssignStreamResponse {
+    return AssignStreamResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AssignStreamResponse>, I>>(object: I): AssignStreamResponse {
+    const message = createBaseAssignStreamResponse();
+    message.command = (object.command !== undefined && object.command !== null)
+      ? Command.fromPartial(object.command)
+      : undefined;
     return message;
   },
 };
@@ -6518,7 +6751,9 @@ export const RServiceService = {
   },
   /**
    * Assigns the value of an R expression (application/x-rscript) or of R-serialized data
-   * (application/x-rdata: base64 of serialize(value, NULL)) to a symbol.
+   * (application/x-rdata: base64 of serialize(value, NULL), as rockr and Opal send it;
+   * application/octet-stream: the bytes of serialize(value, NULL) themselves) to a symbol, in one
+   * message. REST's `_assign` is AssignStream.
    */
   assign: {
     path: "/rock.r.v1.RService/Assign" as const,
@@ -6528,6 +6763,21 @@ export const RServiceService = {
     requestDeserialize: (value: Buffer): AssignRequest => AssignRequest.decode(value),
     responseSerialize: (value: AssignResponse): Buffer => Buffer.from(AssignResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AssignResponse => AssignResponse.decode(value),
+  },
+  /**
+   * Assign with the value's body in chunks, as it arrives: a large serialization is never held whole
+   * by the service (it is staged in the session's folder, then unserialized by R once). REST:
+   * `POST /r/session/{id}/_assign?s=<symbol>[&async=true]`, the body as the Content-Type says.
+   */
+  assignStream: {
+    path: "/rock.r.v1.RService/AssignStream" as const,
+    requestStream: true as const,
+    responseStream: false as const,
+    requestSerialize: (value: AssignStreamRequest): Buffer => Buffer.from(AssignStreamRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AssignStreamRequest => AssignStreamRequest.decode(value),
+    responseSerialize: (value: AssignStreamResponse): Buffer =>
+      Buffer.from(AssignStreamResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AssignStreamResponse => AssignStreamResponse.decode(value),
   },
   /**
    * Evaluates an R script; the value as JSON or as R serialization (by `accept`), or a Command when
@@ -6805,9 +7055,17 @@ export interface RServiceServer extends UntypedServiceImplementation {
   suspendSession: handleUnaryCall<SuspendSessionRequest, SuspendSessionResponse>;
   /**
    * Assigns the value of an R expression (application/x-rscript) or of R-serialized data
-   * (application/x-rdata: base64 of serialize(value, NULL)) to a symbol.
+   * (application/x-rdata: base64 of serialize(value, NULL), as rockr and Opal send it;
+   * application/octet-stream: the bytes of serialize(value, NULL) themselves) to a symbol, in one
+   * message. REST's `_assign` is AssignStream.
    */
   assign: handleUnaryCall<AssignRequest, AssignResponse>;
+  /**
+   * Assign with the value's body in chunks, as it arrives: a large serialization is never held whole
+   * by the service (it is staged in the session's folder, then unserialized by R once). REST:
+   * `POST /r/session/{id}/_assign?s=<symbol>[&async=true]`, the body as the Content-Type says.
+   */
+  assignStream: handleClientStreamingCall<AssignStreamRequest, AssignStreamResponse>;
   /**
    * Evaluates an R script; the value as JSON or as R serialization (by `accept`), or a Command when
    * `async` is true.
@@ -6991,7 +7249,9 @@ export interface RServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Assigns the value of an R expression (application/x-rscript) or of R-serialized data
-   * (application/x-rdata: base64 of serialize(value, NULL)) to a symbol.
+   * (application/x-rdata: base64 of serialize(value, NULL), as rockr and Opal send it;
+   * application/octet-stream: the bytes of serialize(value, NULL) themselves) to a symbol, in one
+   * message. REST's `_assign` is AssignStream.
    */
   assign(
     request: AssignRequest,
@@ -7008,6 +7268,27 @@ export interface RServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AssignResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Assign with the value's body in chunks, as it arrives: a large serialization is never held whole
+   * by the service (it is staged in the session's folder, then unserialized by R once). REST:
+   * `POST /r/session/{id}/_assign?s=<symbol>[&async=true]`, the body as the Content-Type says.
+   */
+  assignStream(
+    callback: (error: ServiceError | null, response: AssignStreamResponse) => void,
+  ): ClientWritableStream<AssignStreamRequest>;
+  assignStream(
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AssignStreamResponse) => void,
+  ): ClientWritableStream<AssignStreamRequest>;
+  assignStream(
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AssignStreamResponse) => void,
+  ): ClientWritableStream<AssignStreamRequest>;
+  assignStream(
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AssignStreamResponse) => void,
+  ): ClientWritableStream<AssignStreamRequest>;
   /**
    * Evaluates an R script; the value as JSON or as R serialization (by `accept`), or a Command when
    * `async` is true.

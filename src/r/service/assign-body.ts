@@ -1,0 +1,78 @@
+import { Fault } from "../../errors/fault.js";
+import { Upload } from "../files.js";
+import type { AssignSource } from "../protocol.js";
+import type { SessionDirs } from "../session.js";
+import { Base64Stream } from "./base64-stream.js";
+
+export const RDATA = "application/x-rdata";
+export const OCTET_STREAM = "application/octet-stream";
+
+/**
+ * A serialization up to this size is sent to R inside the assign frame, from memory; a larger one is
+ * staged in the session's folder as it arrives and read from there by R, so the service never holds
+ * more of a body than this and the few chunks in flight, however large the value and however many
+ * assigns run at once.
+ */
+const INLINE_BYTES = 1024 * 1024;
+
+/** The whitespace R's parser skips, in the bytes of a script. */
+const BLANK = new Set([0x20, 0x09, 0x0a, 0x0b, 0x0c, 0x0d]);
+
+/** How an assign's body is read, from its media type. */
+export type BodyKind = "script" | "base64" | "serialized";
+
+export function bodyKindOf(contentType: string | undefined): BodyKind {
+  const type = contentType?.split(";")[0]?.trim().toLowerCase();
+  return type === RDATA ? "base64" : type === OCTET_STREAM ? "serialized" : "script";
+}
+
+/**
+ * An assign's body as it arrives: a script gathered (bounded by `maxBytes`), a serialization decoded
+ * (base64) and kept in memory while small, then written to a staging file in the session's folder.
+ * `finish` gives what R assigns; `discard` removes whatever was staged (a client that left, an error).
+ */
+export class AssignBody {
+  private readonly base64: Base64Stream | undefined;
+  private readonly held: Buffer[] = [];
+  private heldBytes = 0;
+  private received = 0;
+  private staged: Upload | undefined;
+
+  constructor(
+    private readonly kind: BodyKind,
+    /** The folders a staging file goes in, as the session's process owns them now. */
+    private readonly dirs: () => Promise<SessionDirs>,
+    private readonly maxBytes: number,
+  ) {
+    this.base64 = kind === "base64" ? new Base64Stream() : undefined;
+  }
+
+  async push(chunk: Uint8Array): Promise<void> {
+    this.received += chunk.byteLength;
+    if (this.received > this.maxBytes) {
+      throw new Fault("too_large", `The value to assign exceeds the limit of ${this.maxBytes} bytes (limits.maxAssignBytes)`);
+    }
+    const bytes = this.base64 ? this.base64.push(chunk) : Buffer.from(chunk);
+    if (bytes.length === 0) return;
+    if (this.staged) return this.staged.write(bytes);
+    this.held.push(bytes);
+    this.heldBytes += bytes.length;
+    if (this.kind === "script" || this.heldBytes <= INLINE_BYTES) return;
+    const { home, owner } = await this.dirs();
+    this.staged = new Upload(home, owner);
+    for (const held of this.held.splice(0)) await this.staged.write(held);
+  }
+
+  /** What to assign, once the whole body arrived. */
+  async finish(): Promise<AssignSource> {
+    this.base64?.end();
+    if (this.staged) return { kind: "file", path: await this.staged.staged(), bytes: this.staged.size };
+    const data = Buffer.concat(this.held);
+    if (data.every((byte) => BLANK.has(byte))) throw new Fault("invalid", "script is required");
+    return this.kind === "script" ? { kind: "script", text: data } : { kind: "rdata", bytes: data };
+  }
+
+  async discard(): Promise<void> {
+    await this.staged?.discard();
+  }
+}

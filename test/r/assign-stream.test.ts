@@ -1,0 +1,214 @@
+import { expect } from "chai";
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { execa } from "execa";
+import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
+import { defaults } from "../../src/config/load.js";
+import { connectClient, rest } from "../support/clients.js";
+import { basic } from "../support/server.js";
+import { spawnRock, untilAnswers, type RockProcess } from "../support/rock-process.js";
+
+const admin = { user: "admin", password: "admin" };
+const RSCRIPT = { "content-type": "application/x-rscript", accept: "application/json" };
+const MIB = 1024 * 1024;
+
+/** The resident memory of a process now and at its peak (VmRSS, VmHWM), bytes. */
+function memoryOf(pid: number): { rss: number; peak: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1]) * 1024;
+  return { rss: kb("VmRSS"), peak: kb("VmHWM") };
+}
+
+/**
+ * Assigns of large values as rockr and Opal send them (base64 in `_assign`), and as gRPC clients do
+ * (raw serialization, in chunks or one message), against the real server in a process of its own:
+ * its memory is its own there.
+ */
+describe("assign: large values streamed from the socket to the session", function () {
+  this.timeout(240_000);
+  let rock: RockProcess;
+  let dir: string;
+  /** R's serialization of a numeric vector of ~300 MB, its base64 (line breaks every 76), and a small data.frame's. */
+  let serialized: string;
+  let base64: string;
+  /** The MD5 of the serialization: a value assigned, serialized again in the session, has the same. */
+  let digest: string;
+
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "rock-assign-"));
+    serialized = path.join(dir, "x.rds");
+    base64 = path.join(dir, "x.b64");
+    execFileSync("Rscript", [
+      "--vanilla",
+      "-e",
+      `set.seed(3); x <- runif(${(300 * MIB) / 8}); con <- file("${serialized}", "wb"); serialize(x, con); close(con)`,
+    ]);
+    digest = createHash("md5").update(fs.readFileSync(serialized)).digest("hex");
+    execFileSync("sh", ["-c", `base64 "${serialized}" > "${base64}"`]);
+    rock = await spawnRock({ ROCK_R_SPARE_SESSIONS: "2" });
+    await untilAnswers(rock.url, "/_check", 200);
+  });
+  after(async () => {
+    await rock?.kill();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const open = async (): Promise<string> => (await rest(rock.url, "POST", "/r/sessions", admin)).json<{ id: string }>().id;
+  const evaluate = async (id: string, code: string): Promise<unknown> => {
+    const answer = await rest(rock.url, "POST", `/r/session/${id}/_eval`, { ...admin, headers: RSCRIPT, body: code });
+    expect(answer.status, answer.text).to.equal(200);
+    return answer.json();
+  };
+  /** curl's POST of a file as the body: the client holds nothing of it. */
+  const post = (id: string, file: string, type: string, query = "s=x") =>
+    execa("curl", [
+      "-sS",
+      "-o",
+      "/dev/null",
+      "-w",
+      "%{http_code}",
+      "-u",
+      "admin:admin",
+      "-H",
+      `Content-Type: ${type}`,
+      "--data-binary",
+      `@${file}`,
+      `${rock.url}/r/session/${id}/_assign?${query}`,
+    ]);
+  /** R code: whether `x` serializes to the source's bytes (its MD5), so is identical() to it. */
+  const sameAsSource = 'f <- tempfile(); con <- file(f, "wb"); serialize(x, con); close(con); m <- unname(tools::md5sum(f)); unlink(f); m';
+
+  it("takes 300 MB of base64 over REST with line breaks, identical to the source, with the server's memory barely grown", async () => {
+    const id = await open();
+    const before = memoryOf(rock.pid).rss;
+    const r = await post(id, base64, "application/x-rdata");
+    expect(r.stdout, r.stderr).to.equal("200");
+    expect(memoryOf(rock.pid).peak - before, "the server's peak growth").to.be.lessThan(64 * MIB);
+    expect(await evaluate(id, sameAsSource)).to.equal(digest);
+  });
+
+  it("holds four concurrent 300 MB assigns within twice its idle memory", async () => {
+    const ids = await Promise.all([open(), open(), open(), open()]);
+    const before = memoryOf(rock.pid).rss;
+    const answers = await Promise.all(ids.map((id) => post(id, base64, "application/x-rdata")));
+    for (const a of answers) expect(a.stdout, a.stderr).to.equal("200");
+    // Each assign holds a few chunks; what grows with them is garbage V8 collects when it is due.
+    expect(memoryOf(rock.pid).peak, "the server's peak").to.be.lessThan(2 * before);
+    for (const id of ids) expect(await evaluate(id, "length(x)")).to.equal((300 * MIB) / 8);
+  });
+
+  it("takes the raw serialization over gRPC, streamed (AssignStream) and in one message (Assign)", async () => {
+    const id = await open();
+    const client = connectClient(RService, rock.port, "grpc", "admin");
+    async function* chunks() {
+      yield { id, symbol: "x", contentType: "application/octet-stream" };
+      for await (const data of fs.createReadStream(serialized, { highWaterMark: 1 * MIB })) yield { chunk: { data: data as Buffer } };
+    }
+    await client.assignStream(chunks());
+    expect(await evaluate(id, sameAsSource)).to.equal(digest);
+    const small = execFileSync("Rscript", ["--vanilla", "-e", "cat(jsonlite::base64_enc(serialize(head(iris), NULL)))"], {
+      encoding: "utf8",
+    });
+    await client.assign({ id, symbol: "y", body: { contentType: "application/octet-stream", data: Buffer.from(small, "base64") } });
+    expect(await evaluate(id, "identical(y, head(iris))")).to.equal(true);
+    await client.assign({ id, symbol: "z", body: { contentType: "application/x-rdata", data: Buffer.from(small) } });
+    expect(await evaluate(id, "identical(z, head(iris))")).to.equal(true);
+  });
+
+  it("leaves no symbol and no staged file when the client leaves halfway", async () => {
+    const id = await open();
+    const size = fs.statSync(base64).size;
+    const socket = net.connect(rock.port, "127.0.0.1");
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(
+      `POST /r/session/${id}/_assign?s=cut HTTP/1.1\r\nHost: x\r\nAuthorization: ${basic("admin")}\r\nContent-Type: application/x-rdata\r\nContent-Length: ${size}\r\n\r\n`,
+    );
+    const half = fs.createReadStream(base64, { end: Math.floor(size / 2) });
+    for await (const chunk of half) if (!socket.write(chunk)) await new Promise((resolve) => socket.once("drain", resolve));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    socket.destroy();
+    const home = path.join(rock.dataDir, "sessions", id);
+    const staged = () => fs.readdirSync(home).filter((f) => f.startsWith(".upload-"));
+    for (let i = 0; i < 100 && staged().length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(staged()).to.deep.equal([]);
+    expect(await evaluate(id, "exists('cut', envir = globalenv(), inherits = FALSE)")).to.equal(false);
+  });
+
+  it("answers 400 naming the offset of a byte that is not base64, 413 past limits.maxAssignBytes", async () => {
+    const id = await open();
+    const bad = path.join(dir, "bad.b64");
+    fs.writeFileSync(bad, `${"QUJD".repeat(100)}QU*D`);
+    const r = await execa("curl", [
+      "-sS",
+      "-u",
+      "admin:admin",
+      "-H",
+      "Content-Type: application/x-rdata",
+      "--data-binary",
+      `@${bad}`,
+      `${rock.url}/r/session/${id}/_assign?s=b`,
+    ]);
+    expect(JSON.parse(r.stdout).message).to.equal("The application/x-rdata body is not base64: byte 0x2a at offset 402");
+    const truncated = await rest(rock.url, "POST", `/r/session/${id}/_assign?s=t`, {
+      ...admin,
+      headers: { "content-type": "application/x-rdata" },
+      body: "QUJDQ",
+    });
+    expect(truncated.status).to.equal(400);
+    const corrupt = await rest(rock.url, "POST", `/r/session/${id}/_assign?s=c`, {
+      ...admin,
+      headers: { "content-type": "application/x-rdata" },
+      body: "QUJDRA==",
+    });
+    expect(corrupt.status, corrupt.text).to.equal(400);
+
+    const limited = await spawnRock({ ROCK_MAX_ASSIGN_BYTES: "1000000" });
+    try {
+      await untilAnswers(limited.url, "/_check", 200);
+      const sid = (await rest(limited.url, "POST", "/r/sessions", admin)).json<{ id: string }>().id;
+      const over = await execa("curl", [
+        "-sS",
+        "-w",
+        "\n%{http_code}",
+        "-u",
+        "admin:admin",
+        "-H",
+        "Content-Type: application/x-rdata",
+        "--data-binary",
+        `@${base64}`,
+        `${limited.url}/r/session/${sid}/_assign?s=x`,
+      ]);
+      const [body, status] = over.stdout.split("\n");
+      expect(status).to.equal("413");
+      expect(JSON.parse(body!).message).to.include("limits.maxAssignBytes");
+    } finally {
+      await limited.kill();
+    }
+  });
+
+  it("lets rockr assign a 60 MB data.frame with the default limits", async () => {
+    const script = `
+      suppressPackageStartupMessages(library(rockr))
+      conn <- rockr.connect(username = "admin", password = "admin", url = Sys.getenv("ROCK_URL"))
+      rockr.open(conn)
+      n <- 2.5e6
+      df <- data.frame(a = runif(n), b = sample(letters, n, TRUE), c = runif(n), d = rnorm(n), stringsAsFactors = TRUE)
+      stopifnot(object.size(df) > 60e6)
+      rockr.assign(conn, "df", df)
+      stopifnot(identical(rockr.eval(conn, quote(dim(df))), dim(df)))
+      stopifnot(identical(rockr.eval(conn, quote(df[c(1, nrow(df)), ])), df[c(1, n), ]))
+      rockr.close(conn)
+      cat("assigned\\n")`;
+    const r = await execa("Rscript", ["--vanilla", "-e", script], {
+      env: { R_LIBS: defaults().r.setupLibrary, ROCK_URL: rock.url },
+      reject: false,
+      timeout: 180_000,
+    });
+    expect(r.exitCode, r.stdout + r.stderr).to.equal(0);
+    expect(r.stdout).to.include("assigned");
+  });
+});
