@@ -29,7 +29,7 @@ RUN mkdir -p /opt/rlib \
 COPY src/r/sandbox /tmp/rocksandbox
 RUN R CMD INSTALL -l /opt/rlib /tmp/rocksandbox && rm -rf /tmp/rocksandbox
 
-# ---- Node dependencies (production only: tsx is a runtime dependency, the server runs through it)
+# ---- Node dependencies (production only: the server runs compiled, see the build stage)
 FROM ${BASE} AS node-deps
 # CAs of the base's /usr/local/share/ca-certificates (a proxy's, see test/docker/build-base.sh) count too.
 RUN apt-get update \
@@ -43,6 +43,15 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: the postinstall (rock-ts setup) provides R packages, done in the stages with R.
 RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
+
+# ---- the compiled program: TypeScript compiled into dist/ (one JavaScript file and a source map per
+# source file), with the development dependencies, which stay in this stage
+FROM node-deps AS build
+RUN npm install --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY gen ./gen
+COPY src ./src
+RUN npm run build
 
 # ---- runtime
 FROM ${BASE}
@@ -59,7 +68,9 @@ COPY --from=node-deps /app/node_modules ./node_modules
 COPY package.json package-lock.json tsconfig.json ./
 COPY proto ./proto
 COPY gen ./gen
+# The R scripts, the sandbox's sources and the bin shim are read from src/ at run time.
 COPY src ./src
+COPY --from=build /app/dist ./dist
 
 ENV NODE_ENV=production \
     NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \

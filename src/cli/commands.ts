@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { fromRoot } from "../package-root.js";
 import { hashSecret } from "../auth/secrets.js";
 import type { Config } from "../config/config.js";
 import { loadConfig } from "../config/load.js";
@@ -104,6 +105,6 @@ export async function runCommandLine(argv: readonly string[], io: Streams = proc
 }
 
 function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  const pkg = JSON.parse(readFileSync(fromRoot("package.json"), "utf8")) as { version: string };
   return pkg.version;
 }

@@ -1,6 +1,6 @@
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fromRoot } from "../package-root.js";
 import { parseNetwork } from "./networks.js";
 import type { Config } from "./config.js";
 import {
@@ -173,7 +173,7 @@ export const SETTINGS = {
     }),
     setupLibrary: new Setting(absolutePath, {
       env: "ROCK_R_SETUP_LIBRARY",
-      computed: () => fileURLToPath(new URL("../../r-library", import.meta.url)),
+      computed: () => fromRoot("r-library"),
       shown: "`r-library/` in the checkout",
       meaning:
         "where the start and `rock-ts setup` install the R packages the service needs when R's libraries lack them; searched after R's own libraries (Quick start)",

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type Server, type Socket } from "node:net";
-import { basename, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { basename } from "node:path";
+import { fromRoot } from "../package-root.js";
 import { RChild } from "./child.js";
 import { sessionEnvironment } from "./confine/environment.js";
 import { holdsProof, proofFile, removeProof } from "./confine/proof.js";
@@ -14,11 +14,11 @@ import { forkFrame, PING, versionFrame, type SessionIdentity, type ValueFormat }
 import { FROM_SERVER, FROM_SESSION, lettersOf, type Letter } from "./protocol-table.js";
 import { signalGroup, signalProcess } from "./signals.js";
 
-const WORKER_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "worker.R");
+const WORKER_SCRIPT = fromRoot("src/r/worker.R");
 /** The protocol's constants for the R side, which worker.R reads first (made by `npm run gen`). */
-const PROTOCOL_R = join(dirname(fileURLToPath(import.meta.url)), "../../gen/r/protocol.R");
+const PROTOCOL_R = fromRoot("gen/r/protocol.R");
 /** How a session's state is saved and restored, which worker.R reads second. */
-const SESSION_STATE_R = join(dirname(fileURLToPath(import.meta.url)), "session-state.R");
+const SESSION_STATE_R = fromRoot("src/r/session-state.R");
 const START_TIMEOUT_MS = 30_000;
 const FORK_TIMEOUT_MS = 15_000;
 /** How often a fork not yet connected is looked at: a session that could not start is said this soon. */

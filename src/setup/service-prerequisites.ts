@@ -1,11 +1,11 @@
 import type { Config } from "../config/config.js";
 import { decideIsolation } from "../r/confine/isolation.js";
-import { fileURLToPath } from "node:url";
+import { fromRoot } from "../package-root.js";
 import { hasCapability, SYS_ADMIN } from "../r/confine/capabilities.js";
 import { ensureLocalRPackage, ensureRPackages, serviceRPackages } from "./r-prerequisites.js";
 
 /** The source of the R package that gives sessions their private temporary folders. */
-const SANDBOX_SOURCE = fileURLToPath(new URL("../r/sandbox", import.meta.url));
+const SANDBOX_SOURCE = fromRoot("src/r/sandbox");
 
 export interface SetupOptions {
   /** May install a C compiler with apt when one is missing (`rock-ts setup`, run by `npm install`). */

@@ -60,6 +60,8 @@ export interface SpawnOptions {
   readonly dataDir?: string;
   /** The session uids of a server started again (`first-last`). */
   readonly uids?: string;
+  /** The compiled program (`node src/cli/bin.js`, as `npm start` runs it) instead of the TypeScript through tsx. */
+  readonly compiled?: boolean;
 }
 
 /**
@@ -77,7 +79,8 @@ export async function spawnRock(
   const uids = options.uids ?? own.ROCK_R_SESSION_UIDS ?? uidsVariable(testSessionUids());
   const [first, last] = uids.split("-").map(Number) as [number, number];
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ROCK_")));
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const program = options.compiled ? ["src/cli/bin.js"] : ["--import", "tsx", "src/main.ts"];
+  const child = spawn(process.execPath, program, {
     cwd: ROOT,
     detached: true,
     stdio: ["ignore", "ignore", "pipe"],
