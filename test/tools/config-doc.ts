@@ -1,10 +1,13 @@
 /**
- * README.md's configuration table, made from the settings' table (src/config/settings.ts): written by
- * gen-config-doc.ts, compared by check-gen.ts.
+ * The configuration table of CONFIG_DOC, made from the settings' table (src/config/settings.ts):
+ * written by gen-config-doc.ts, compared by check-gen.ts (generated-docs.ts).
  */
 import type { AnySetting } from "../../src/config/setting.js";
 import { settingsOf } from "../../src/config/setting.js";
 import { CONFIG_VARIABLE, SETTINGS } from "../../src/config/settings.js";
+
+/** The page that holds the table, from the repository's root. */
+export const CONFIG_DOC = "README.md";
 
 const BEGIN = "<!-- The table is made from src/config/settings.ts by `npm run gen`: edit it there. -->";
 const END = "<!-- End of the generated table. -->";
@@ -29,10 +32,10 @@ function table(): string {
   ].join("\n");
 }
 
-/** The README with the table between its markers made anew. */
-export function withConfigurationTable(readme: string): string {
-  const begin = readme.indexOf(BEGIN);
-  const end = readme.indexOf(END);
-  if (begin < 0 || end < begin) throw new Error(`README.md: the configuration table's markers are missing ("${BEGIN}" then "${END}")`);
-  return `${readme.slice(0, begin + BEGIN.length)}\n\n${table()}\n\n${readme.slice(end)}`;
+/** The page with the table between its markers made anew. */
+export function withConfigurationTable(page: string): string {
+  const begin = page.indexOf(BEGIN);
+  const end = page.indexOf(END);
+  if (begin < 0 || end < begin) throw new Error(`the configuration table's markers are missing ("${BEGIN}" then "${END}")`);
+  return `${page.slice(0, begin + BEGIN.length)}\n\n${table()}\n\n${page.slice(end)}`;
 }

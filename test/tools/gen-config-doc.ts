@@ -1,7 +1,7 @@
-/** Writes README.md's configuration table from src/config/settings.ts (run by `npm run gen`). */
+/** Writes the configuration table of CONFIG_DOC from src/config/settings.ts (run by `npm run gen`). */
 import fs from "node:fs";
 import path from "node:path";
-import { withConfigurationTable } from "./config-doc.js";
+import { CONFIG_DOC, withConfigurationTable } from "./config-doc.js";
 
-const readme = path.resolve(import.meta.dirname, "../../README.md");
-fs.writeFileSync(readme, withConfigurationTable(fs.readFileSync(readme, "utf8")));
+const page = path.resolve(import.meta.dirname, "../..", CONFIG_DOC);
+fs.writeFileSync(page, withConfigurationTable(fs.readFileSync(page, "utf8")));
