@@ -1,7 +1,16 @@
-/** Writes the configuration table of CONFIG_DOC from src/config/settings.ts (run by `npm run gen`). */
+/**
+ * Writes the configuration table of CONFIG_DOC, and the README's rows of the settings everyone sets,
+ * from src/config/settings.ts (run by `npm run gen`).
+ */
 import fs from "node:fs";
 import path from "node:path";
-import { CONFIG_DOC, withConfigurationTable } from "./config-doc.js";
+import { COMMON_SETTINGS_DOC, CONFIG_DOC, withCommonSettingsTable, withConfigurationTable } from "./config-doc.js";
 
-const page = path.resolve(import.meta.dirname, "../..", CONFIG_DOC);
-fs.writeFileSync(page, withConfigurationTable(fs.readFileSync(page, "utf8")));
+const root = path.resolve(import.meta.dirname, "../..");
+for (const [file, make] of [
+  [CONFIG_DOC, withConfigurationTable],
+  [COMMON_SETTINGS_DOC, withCommonSettingsTable],
+] as const) {
+  const page = path.join(root, file);
+  fs.writeFileSync(page, make(fs.readFileSync(page, "utf8")));
+}

@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { API_DOC, apiDocument } from "./api-doc.js";
-import { CONFIG_DOC, withConfigurationTable } from "./config-doc.js";
+import { COMMON_SETTINGS_DOC, CONFIG_DOC, withCommonSettingsTable, withConfigurationTable } from "./config-doc.js";
 
 export interface GeneratedDoc {
   /** From the repository's root. */
@@ -19,6 +19,7 @@ export interface GeneratedDoc {
 export const GENERATED_DOCS: readonly GeneratedDoc[] = [
   { file: API_DOC, source: "proto/ and src/openapi/", make: () => apiDocument() },
   { file: CONFIG_DOC, source: "src/config/settings.ts", make: (current) => withConfigurationTable(current) },
+  { file: COMMON_SETTINGS_DOC, source: "src/config/settings.ts", make: (current) => withCommonSettingsTable(current) },
 ];
 
 /** The generated pages under `root` that are not what `npm run gen` makes, each said in one line. */
