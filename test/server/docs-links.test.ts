@@ -64,4 +64,34 @@ describe("the documentation's links", () => {
     expect(broken).to.deep.equal([]);
     expect(checked).to.be.greaterThan(100);
   });
+
+  it("leave no section of the README named where it is no more", () => {
+    // The README's sections that moved to docs/, named the way the code and the pages used to name them.
+    const moved = [
+      "Security model",
+      "Several nodes",
+      "Stopping and starting",
+      "Container",
+      "Configuration",
+      "Logs and metrics",
+      "REST edge rules",
+      "Calling it",
+    ];
+    const files = [
+      ...fs.readdirSync(path.join(root, "src"), { recursive: true, encoding: "utf8" }).map((f) => `src/${f}`),
+      ...fs.readdirSync(path.join(root, "deploy"), { recursive: true, encoding: "utf8" }).map((f) => `deploy/${f}`),
+      "Dockerfile",
+      "compose.yaml",
+      "test/docker/smoke.sh",
+      "test/docker/fresh-machine.sh",
+    ].filter((f) => fs.statSync(path.join(root, f)).isFile());
+    const stale: string[] = [];
+    for (const file of files) {
+      const text = fs.readFileSync(path.join(root, file), "utf8").replace(/\s+/g, " ");
+      for (const section of moved)
+        for (const form of [`README "${section}"`, `README, ${section}`, `README's "${section}"`, `README.md, "${section}"`])
+          if (text.includes(form)) stale.push(`${file}: ${form}`);
+    }
+    expect(stale).to.deep.equal([]);
+  });
 });
