@@ -5,8 +5,8 @@
 #   docker build --build-arg BASE=rock-ts-base:node20-bookworm -t rock-ts .   # without a registry
 #
 # Runs as root inside the container, with every capability dropped but the six that put each R session
-# under a uid of its own: SETUID SETGID KILL CHOWN DAC_OVERRIDE FOWNER (see compose.yaml and README
-# "Container"); a start lacking one of them is refused, naming it. Without root the service cannot
+# under a uid of its own: SETUID SETGID KILL CHOWN DAC_OVERRIDE FOWNER (see compose.yaml and
+# docs/security.md, "Why root in the container, and which capabilities"); a start lacking one of them is refused, naming it. Without root the service cannot
 # isolate sessions, and ROCK_R_ISOLATION=required below makes it refuse to start rather than run them
 # unisolated.
 

@@ -229,7 +229,7 @@ function securityWarnings(config: Config): string[] {
   if (config.auth.securityEnabled) return [];
   if (config.auth.openNetworks.length === 0) {
     return [
-      "ROCK_SECURITY_ENABLED=false alone changes nothing: every call still needs credentials. To serve calls without credentials from a trusted network only (a pod network), also set ROCK_SECURITY_OPEN_NETWORKS (README, Security model)",
+      "ROCK_SECURITY_ENABLED=false alone changes nothing: every call still needs credentials. To serve calls without credentials from a trusted network only (a pod network), also set ROCK_SECURITY_OPEN_NETWORKS (docs/security.md, Security model)",
     ];
   }
   return [
@@ -279,7 +279,7 @@ function sessionQuotas(config: Config, isolated: boolean, logger: Logger): Sessi
   if (!(opened instanceof SessionQuotas)) {
     if (r.quotas === "required") throw new Error(`r.quotas is 'required' but ${opened.unavailable}`);
     logger.warn(
-      `R sessions have no quotas: ${opened.unavailable}. Each session process keeps its rlimits (r.sessionMemoryMb as address space, r.sessionProcesses), but nothing bounds a session's total memory or CPU, or all sessions' memory (README, Security model)`,
+      `R sessions have no quotas: ${opened.unavailable}. Each session process keeps its rlimits (r.sessionMemoryMb as address space, r.sessionProcesses), but nothing bounds a session's total memory or CPU, or all sessions' memory (docs/security.md, Security model)`,
     );
     return undefined;
   }

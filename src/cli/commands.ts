@@ -31,7 +31,7 @@ Options:
   -v, --version      prints the version
 
 Exit status: 0 done, 1 the server could not start or the command failed, 2 a usage error.
-Every configuration key, its ROCK_* variable and its default: README.md, "Configuration".
+Every configuration key, its ROCK_* variable and its default: docs/configuration.md.
 `;
 
 export interface Streams {

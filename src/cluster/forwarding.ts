@@ -1,5 +1,5 @@
 /**
- * Several nodes behind one address (README "Several nodes"): a call for a session another node holds,
+ * Several nodes behind one address (docs/operations.md "Several nodes"): a call for a session another node holds,
  * or for the catalogue another node serves, is passed on to that node, as the caller made it (its
  * credentials, its message), over gRPC, and its answer passed back. It wraps the handlers, so it runs
  * after every interceptor — a node passes on only callers it authenticated itself, the peer checks them

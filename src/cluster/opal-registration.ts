@@ -1,5 +1,5 @@
 /**
- * Self-registration with Opal, as Rock 2.x does it (README "Several nodes", the wire facts in
+ * Self-registration with Opal, as Rock 2.x does it (docs/operations.md "Several nodes", the wire facts in
  * cluster-reference §1–2): `POST {opal}/ws/apps` with the node's description and `X-App-Auth`, retried
  * until Opal answers 2xx; then, unlike Rock, again at a slow interval, since Opal silently drops a node
  * whose call-back failed; `DELETE` with the same body when the service stops. Opal calls back

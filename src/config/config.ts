@@ -28,7 +28,7 @@ export interface Config {
   readonly warnings: readonly string[];
 }
 
-/** Several nodes behind one address (README "Several nodes"). */
+/** Several nodes behind one address (docs/operations.md, "Several nodes"). */
 export interface ClusterConfig {
   /**
    * The nodes of the cluster as `id=url` (this node's own entry may be listed): a call for a session
@@ -39,7 +39,7 @@ export interface ClusterConfig {
   readonly catalogNode: string;
 }
 
-/** Self-registration with Opal (Rock 2.x's `opal.*`), README "Several nodes". */
+/** Self-registration with Opal (Rock 2.x's `opal.*`), docs/operations.md "Several nodes". */
 export interface OpalConfig {
   /** Opal's base URL; set, the node registers itself there (it needs node.publicUrl to). Empty: no registration. */
   readonly server: string;
@@ -75,7 +75,7 @@ export interface MetricsConfig {
 export interface ServerConfig {
   /**
    * On SIGTERM or SIGINT, how long calls already running may take to finish before the service stops
-   * anyway (see README "Stopping and starting"); <= 0: stop at once.
+   * anyway (see docs/operations.md, "Stopping and starting"); <= 0: stop at once.
    */
   readonly drainSeconds: number;
   /**

@@ -45,7 +45,7 @@ function refuseUnknown(env: Env): void {
     .sort();
   if (unknown.length > 0) {
     throw new Error(
-      `unknown environment variable${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (README, Configuration, lists them all)`,
+      `unknown environment variable${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (docs/configuration.md lists them all)`,
     );
   }
 }

@@ -3,7 +3,7 @@ import { user } from "./users.js";
 
 /**
  * Rock's container variables that are not one setting each: every `<prefix>_NAME` / `<prefix>_PASSWORD`
- * pair is one user of the role; Consul's are accepted and reported (README, Configuration).
+ * pair is one user of the role; Consul's are accepted and reported (docs/configuration.md).
  */
 const ROLE_PAIRS = [
   ["ROCK_ADMINISTRATOR", "administrator"],
@@ -18,7 +18,7 @@ export const ROCK_ONLY_VARIABLES: readonly string[] = [
   ...CONSUL,
 ];
 
-/** The role pairs as the README's table says them. */
+/** The role pairs as docs/configuration.md's table says them. */
 export const ROLE_PAIRS_SHOWN = `Rock's ${ROLE_PAIRS.map(([prefix]) => `\`${prefix}_NAME\`/\`_PASSWORD\``).join(", ")}`;
 
 type Variable = (name: string) => string | undefined;
@@ -51,7 +51,7 @@ export function rockOnlyWarnings(variable: Variable): string[] {
   const consul = CONSUL.filter((name) => variable(name) !== undefined);
   if (consul.length > 0) {
     warnings.push(
-      `${consul.join(", ")}: Consul registration (Rock 1.x) is not done by this server; it registers with Opal (ROCK_OPAL_SERVER) and a load balancer finds it by health checks on /_check (README, Several nodes)`,
+      `${consul.join(", ")}: Consul registration (Rock 1.x) is not done by this server; it registers with Opal (ROCK_OPAL_SERVER) and a load balancer finds it by health checks on /_check (docs/operations.md, Several nodes)`,
     );
   }
   const home = variable("ROCK_HOME");

@@ -1,6 +1,6 @@
 /**
  * What one entry of the configuration table (settings.ts) is, and how the table is walked: the
- * loading, the defaults and the README's table all read the same entries.
+ * loading, the defaults and docs/configuration.md's table all read the same entries.
  */
 
 /** How values of one type are read and said. A value that cannot be used throws a message naming `where`. */
@@ -9,9 +9,9 @@ export interface Kind<T> {
   fromFile(value: unknown, where: string): T;
   /** An environment variable's text. */
   fromText(text: string, where: string): T;
-  /** For the README's default column. */
+  /** For the table's default column (docs/configuration.md). */
   show(value: T): string;
-  /** How a variable writes a value where it is not plain text (a list: comma-separated), for the README. */
+  /** How a variable writes a value where it is not plain text (a list: comma-separated), for the table. */
   readonly form?: string;
 }
 
@@ -23,7 +23,7 @@ interface Computed<T> {
 
 interface Fixed<T> {
   readonly default: T;
-  /** The default in the README where the value alone would not say what it means. */
+  /** The default in the table where the value alone would not say what it means. */
   readonly shown?: string;
 }
 
@@ -32,9 +32,9 @@ interface Described {
   readonly env?: string;
   /** Rock's variable for the same setting, read when `env` is not set (a compose file written for Rock's container starts unchanged). */
   readonly rock?: string;
-  /** Other variables that change the setting, as the README says them. */
+  /** Other variables that change the setting, as the table says them. */
   readonly alsoSetBy?: string;
-  /** One line of the README's table. */
+  /** Its line of the table (docs/configuration.md). */
   readonly meaning: string;
 }
 

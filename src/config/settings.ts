@@ -38,7 +38,8 @@ const profile = checked(optionalPath, (file, where) => {
 
 /**
  * Every setting once: its key (the path in the file), its variables, its type, its default and its line
- * in the README's table (test/tools/gen-config-doc.ts writes it there).
+ * in docs/configuration.md's table (test/tools/gen-config-doc.ts writes it there; its links are relative
+ * to docs/).
  */
 export const SETTINGS = {
   port: new Setting(integer(0, 65535), { env: "ROCK_PORT", default: 8085, meaning: "every protocol on this one port" }),
@@ -48,7 +49,7 @@ export const SETTINGS = {
       env: "ROCK_TLS_CERT",
       default: "",
       meaning:
-        "PEM file of the certificate chain; with `tls.key` the port speaks HTTPS only (see HTTPS); one without the other stops the start",
+        "PEM file of the certificate chain; with `tls.key` the port speaks HTTPS only (see [HTTPS](protocols.md#https)); one without the other stops the start",
     }),
     key: new Setting(optionalPath, { env: "ROCK_TLS_KEY", default: "", meaning: "PEM file of the certificate's private key, unencrypted" }),
   },
@@ -96,7 +97,7 @@ export const SETTINGS = {
     profile: new Setting(profile, {
       env: "ROCK_R_PROFILE",
       default: "",
-      meaning: "R code the R server runs before forking sessions (Stopping and starting)",
+      meaning: "R code the R server runs before forking sessions ([Stopping and starting](operations.md#stopping-and-starting))",
     }),
     encoding: new Setting(text, { env: "ROCK_R_ENCODING", default: "UTF-8", meaning: "`encoding` of `/rserver`" }),
     sessionTimeoutMinutes: new Setting(number, {
@@ -108,7 +109,7 @@ export const SETTINGS = {
       env: "ROCK_R_SUSPEND_IDLE_MINUTES",
       default: 30,
       meaning:
-        "a session idle this long is suspended: its state saved to disk by its own process, which then ends; its next call resumes it (Sessions that outlive their process); <= 0: never on idle",
+        "a session idle this long is suspended: its state saved to disk by its own process, which then ends; its next call resumes it ([Sessions that outlive their process](operations.md#sessions-that-outlive-their-process)); <= 0: never on idle",
     }),
     checkpointIdleSeconds: new Setting(number, {
       env: "ROCK_R_CHECKPOINT_IDLE_SECONDS",
@@ -163,20 +164,20 @@ export const SETTINGS = {
       env: "ROCK_R_LOCK_DIR",
       default: "/run/rock-ts",
       meaning:
-        "as root, where the service locks its `r.sessionUids` while it runs (`uids-<first>-<last>.lock`), so that a second server given the same range refuses to start; the same folder for every server of a host (Security model)",
+        "as root, where the service locks its `r.sessionUids` while it runs (`uids-<first>-<last>.lock`), so that a second server given the same range refuses to start; the same folder for every server of a host ([Security model](security.md#security-model))",
     }),
     sessionsDir: new Setting(text, {
       env: "ROCK_R_SESSIONS_DIR",
       default: "",
       shown: "empty: `<dataDir>/sessions`",
-      meaning: "see Security model",
+      meaning: "see [Security model](security.md#security-model)",
     }),
     setupLibrary: new Setting(absolutePath, {
       env: "ROCK_R_SETUP_LIBRARY",
       computed: () => fromRoot("r-library"),
       shown: "`r-library/` in the checkout",
       meaning:
-        "where the start and `rock-ts setup` install the R packages the service needs when R's libraries lack them; searched after R's own libraries (Quick start)",
+        "where the start and `rock-ts setup` install the R packages the service needs when R's libraries lack them; searched after R's own libraries ([Quick start](../README.md#quick-start))",
     }),
     sessionMemoryMb: new Setting(number, {
       env: "ROCK_R_SESSION_MEMORY_MB",
@@ -198,13 +199,14 @@ export const SETTINGS = {
     sessionNetwork: new Setting(oneOf("host", "none"), {
       env: "ROCK_R_SESSION_NETWORK",
       default: "host",
-      meaning: "`none`: each isolated session in a network namespace of its own, loopback only (Security model)",
+      meaning:
+        "`none`: each isolated session in a network namespace of its own, loopback only ([Security model](security.md#security-model))",
     }),
     sessionFilesystem: new Setting(oneOf("minimal", "host"), {
       env: "ROCK_R_SESSION_FILESYSTEM",
       default: "minimal",
       meaning:
-        "`minimal`: each isolated session sees only what R needs (R and its libraries read-only, its own folder, its private temporary folders, the few /etc files R reads) where the service may make mount namespaces; `host`: the host's whole file system (Security model)",
+        "`minimal`: each isolated session sees only what R needs (R and its libraries read-only, its own folder, its private temporary folders, the few /etc files R reads) where the service may make mount namespaces; `host`: the host's whole file system ([Security model](security.md#security-model))",
     }),
     sessionsMemoryMb: new Setting(number, {
       env: "ROCK_R_SESSIONS_MEMORY_MB",
@@ -234,7 +236,7 @@ export const SETTINGS = {
       rock: "ROCK_REPOS",
       default: [],
       shown: 'R\'s `getOption("repos")`, else `https://cloud.r-project.org`',
-      meaning: "archive installs and updates, and the start's own installs (Quick start)",
+      meaning: "archive installs and updates, and the start's own installs ([Quick start](../README.md#quick-start))",
     }),
     gitHost: new Setting(text, {
       env: "ROCK_GIT_HOST",
@@ -310,7 +312,7 @@ export const SETTINGS = {
       rock: "ROCK_SECURITY_ENABLED",
       default: true,
       meaning:
-        "false: clients in `auth.openNetworks` are served without credentials (Security model); alone it changes nothing but a warning",
+        "false: clients in `auth.openNetworks` are served without credentials ([Security model](security.md#security-model)); alone it changes nothing but a warning",
     }),
     openNetworks: new Setting(networks, {
       env: "ROCK_SECURITY_OPEN_NETWORKS",
@@ -322,7 +324,8 @@ export const SETTINGS = {
     server: new Setting(httpUrl, {
       rock: "ROCK_OPAL_SERVER",
       default: "",
-      meaning: "Opal's base URL: set (with `node.publicUrl`), the node registers itself there (Several nodes)",
+      meaning:
+        "Opal's base URL: set (with `node.publicUrl`), the node registers itself there ([Several nodes](operations.md#several-nodes))",
     }),
     token: new Setting(text, { rock: "ROCK_OPAL_TOKEN", default: "", meaning: "Opal's app token, sent as `X-App-Auth`; never logged" }),
     retrySeconds: new Setting(seconds, {
@@ -345,19 +348,22 @@ export const SETTINGS = {
     unaryFastPath: new Setting(boolean, {
       env: "ROCK_UNARY_FAST_PATH",
       default: true,
-      meaning: "unary gRPC, gRPC-Web and Connect calls on this server's unary fast path (Calling it); false: every RPC through Connect-ES",
+      meaning:
+        "unary gRPC, gRPC-Web and Connect calls on this server's unary fast path ([gRPC, gRPC-Web and Connect](protocols.md#grpc-grpc-web-and-connect)); false: every RPC through Connect-ES",
     }),
     trustedProxies: new Setting(networks, {
       env: "ROCK_TRUSTED_PROXIES",
       default: [],
-      meaning: "proxies whose `X-Forwarded-For` names the client (failed logins, open networks); Several nodes",
+      meaning:
+        "proxies whose `X-Forwarded-For` names the client (failed logins, open networks); [Several nodes](operations.md#several-nodes)",
     }),
   },
   cluster: {
     peers: new Setting(list("`id=url,…`"), {
       env: "ROCK_PEERS",
       default: [],
-      meaning: "the cluster's nodes; calls for another node's session or the catalogue are passed on to it (Several nodes)",
+      meaning:
+        "the cluster's nodes; calls for another node's session or the catalogue are passed on to it ([Several nodes](operations.md#several-nodes))",
     }),
     catalogNode: new Setting(text, {
       env: "ROCK_CATALOG_NODE",

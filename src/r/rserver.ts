@@ -19,6 +19,8 @@ const WORKER_SCRIPT = fromRoot("src/r/worker.R");
 const PROTOCOL_R = fromRoot("gen/r/protocol.R");
 /** How a session's state is saved and restored, which worker.R reads second. */
 const SESSION_STATE_R = fromRoot("src/r/session-state.R");
+/** A session's loop (serve, evaluate, the value encoders), which worker.R reads third. */
+const SESSION_LOOP_R = fromRoot("src/r/session-loop.R");
 const START_TIMEOUT_MS = 30_000;
 const FORK_TIMEOUT_MS = 15_000;
 /** How often a fork not yet connected is looked at: a session that could not start is said this soon. */
@@ -80,8 +82,8 @@ function serverEnv(options: RServerOptions): NodeJS.ProcessEnv {
 
 function workerArgs(executable: string): string[] {
   return basename(executable).startsWith("Rscript")
-    ? ["--vanilla", WORKER_SCRIPT, PROTOCOL_R, SESSION_STATE_R]
-    : ["--vanilla", "--slave", "-f", WORKER_SCRIPT, "--args", PROTOCOL_R, SESSION_STATE_R];
+    ? ["--vanilla", WORKER_SCRIPT, PROTOCOL_R, SESSION_STATE_R, SESSION_LOOP_R]
+    : ["--vanilla", "--slave", "-f", WORKER_SCRIPT, "--args", PROTOCOL_R, SESSION_STATE_R, SESSION_LOOP_R];
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { RegistrationOutcome } from "../cluster/opal-registration.js";
 import type { Logger } from "./logger.js";
 
-/** Every registration attempt's outcome in the service log (README "Several nodes", With Opal). */
+/** Every registration attempt's outcome in the service log (docs/operations.md, "With Opal (registration)"). */
 export function registrationLog(logger: Logger, opal: string, retrySeconds: number): (outcome: RegistrationOutcome) => void {
   return (o) => {
     switch (o.kind) {

@@ -54,7 +54,7 @@ ok "fresh machine: $(docker run --rm "$IMAGE" sh -c 'echo node $(node --version)
 # ---- the checkout, copied in
 git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf "$WORK/checkout.tar"
 # Docker's default capabilities hold the six that confining R sessions under uids of their own takes
-# (README "Container"), and apt's; --init reaps what ended sessions leave.
+# (docs/security.md "Why root in the container, and which capabilities"), and apt's; --init reaps what ended sessions leave.
 docker run -d --init --name "$NAME" "$IMAGE" sleep infinity >/dev/null
 docker exec -i "$NAME" sh -c 'mkdir -p /root/rock-ts && tar -C /root/rock-ts -xf -' <"$WORK/checkout.tar"
 ok "checkout copied ($(tar -tf "$WORK/checkout.tar" | wc -l) files)"

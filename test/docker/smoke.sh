@@ -344,14 +344,14 @@ kept="$(r_eval 'kept')" || fail "the session of the first container does not ans
 [ "$kept" = '"before the stop"' ] || fail "the session's value after the restart: $kept"
 ok "the session of the first container resumed in the second with its value"
 
-# What compose.yaml's container says of quotas and namespaces it cannot have (README "Container").
+# What compose.yaml's container says of quotas and namespaces it cannot have (docs/security.md, "Quotas, a minimal root, private /tmp and no network in a container").
 logs="$(docker logs "$NAME" 2>&1)"
 echo "$logs" | grep -q 'R sessions have no quotas' || fail "no warning that sessions have no quotas without a writable cgroup"
 echo "$logs" | grep -q "R sessions see the host's whole file system" || fail "no warning that sessions see the host's files without CAP_SYS_ADMIN"
 ok "as compose.yaml runs it: warned, no quotas and the host's files (no writable cgroup, no CAP_SYS_ADMIN)"
 docker rm -f -v "$NAME" >/dev/null
 
-# ---- 4. confined: with what the README's "Container" adds for quotas and namespaces
+# ---- 4. confined: with what docs/security.md ("Why root in the container") adds for quotas and namespaces
 say "part 4: quotas and namespaces (+ SYS_ADMIN, the host's cgroup hierarchy read-write)"
 # shellcheck disable=SC2046
 docker run -d --name "$NAME" --label "$LABEL" $(security $CAPS SYS_ADMIN) \

@@ -297,8 +297,12 @@ describe("sessions that outlive their process: suspend, resume, restart", functi
     const id = await open(server);
     expect((await suspend(server, id)).status).to.equal(204);
     await until(async () => (await rest(server.url, "GET", `/r/session/${id}`, admin)).status === 404, 15_000);
-    // Its files go once it is out of the list.
-    await until(() => !fs.existsSync(path.join(dataDir, "sessions", id)) && fs.readdirSync(path.join(dataDir, "r-sessions")).length === 0, 5000);
+    // The session is gone from the list as it ends; its folders and its record go right after
+    // (Session.end), so they are waited for too, not checked at the 404.
+    await until(
+      () => !fs.existsSync(path.join(dataDir, "sessions", id)) && fs.readdirSync(path.join(dataDir, "r-sessions")).length === 0,
+      5_000,
+    );
   });
 
   it("ends the suspended session idle longest once the saved states pass r.suspendedMaxMb, saying so", async () => {

@@ -1,16 +1,18 @@
 /**
  * Fails when gen/ is not what `npm run gen` makes from proto/ now: regenerates into a temporary folder
  * and compares every file both ways. gen/openapi.json is built from the route table of the committed
- * gen/es (whose own staleness this reports too) and src/. Fails too when README.md's configuration
- * table is not what src/config/settings.ts makes. gen/r/protocol.R (the R side's constants of the
- * protocol) is made from src/r/protocol-table.ts and compared with the rest of gen/.
+ * gen/es (whose own staleness this reports too) and src/. gen/r/protocol.R (the R side's constants of
+ * the protocol) is made from src/r/protocol-table.ts and compared with the rest of gen/. Fails too when
+ * a page of docs/ that `npm run gen` writes is stale (generated-docs.ts): docs/api.md (made as
+ * gen/openapi.json is, from the committed gen/ and src/openapi/) and the configuration table (from
+ * src/config/settings.ts).
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describedApiText } from "../../src/openapi/described.js";
-import { withConfigurationTable } from "./config-doc.js";
+import { GENERATED_DOCS, staleDocs } from "./generated-docs.js";
 import { rProtocolFile } from "./r-protocol.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -42,13 +44,12 @@ try {
       .filter((f) => b.includes(f) && !fs.readFileSync(path.join(fresh, f)).equals(fs.readFileSync(path.join(committed, f))))
       .map((f) => `differs: gen/${f}`),
   ];
-  const readme = fs.readFileSync(path.join(root, "README.md"), "utf8");
-  if (withConfigurationTable(readme) !== readme) stale.push("differs: README.md's configuration table (src/config/settings.ts)");
+  stale.push(...staleDocs(root));
   if (stale.length > 0) {
     console.error(`generated files are stale; run \`npm run gen\` and commit:\n  ${stale.join("\n  ")}`);
     process.exitCode = 1;
   } else {
-    console.log(`gen/ matches proto/ (${a.length} files), README.md's configuration table matches src/config/settings.ts`);
+    console.log(`gen/ matches proto/ (${a.length} files); ${GENERATED_DOCS.map((d) => d.file).join(", ")} match what they are made from`);
   }
 } finally {
   fs.rmSync(tmp, { recursive: true, force: true });

@@ -1,7 +1,16 @@
-/** Writes README.md's configuration table from src/config/settings.ts (run by `npm run gen`). */
+/**
+ * Writes the configuration table of CONFIG_DOC, and the README's rows of the settings everyone sets,
+ * from src/config/settings.ts (run by `npm run gen`).
+ */
 import fs from "node:fs";
 import path from "node:path";
-import { withConfigurationTable } from "./config-doc.js";
+import { COMMON_SETTINGS_DOC, CONFIG_DOC, withCommonSettingsTable, withConfigurationTable } from "./config-doc.js";
 
-const readme = path.resolve(import.meta.dirname, "../../README.md");
-fs.writeFileSync(readme, withConfigurationTable(fs.readFileSync(readme, "utf8")));
+const root = path.resolve(import.meta.dirname, "../..");
+for (const [file, make] of [
+  [CONFIG_DOC, withConfigurationTable],
+  [COMMON_SETTINGS_DOC, withCommonSettingsTable],
+] as const) {
+  const page = path.join(root, file);
+  fs.writeFileSync(page, make(fs.readFileSync(page, "utf8")));
+}

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 
 /**
- * What a service running as root needs to give every R session a uid of its own (README "Container").
+ * What a service running as root needs to give every R session a uid of its own (docs/security.md "Why root in the container, and which capabilities").
  * Root in a container (`--cap-drop ALL`) or under a service manager's bounding set can lack some; then
  * sessions fail one way or another, and a missing KILL even silently (an interrupt is sent and lost), so
  * the start is refused instead, naming what is missing.

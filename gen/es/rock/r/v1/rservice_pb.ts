@@ -1760,7 +1760,7 @@ export const RemovePackageResponseSchema: GenMessage<RemovePackageResponse> = /*
  * The R execution service: an R server process, the stateful R sessions forked from it, their
  * commands and files, the installed R packages, and service discovery.
  *
- * REST conventions of this service (applied by the edge in src/edge):
+ * REST conventions of this service (applied by the REST edge, src/transport/protocols/rest):
  * - a success status other than 200, and the `Location` of what a call created, come from the
  *   `rest_answer` option of the RPC (rock/options/v1/rest.proto);
  * - a `response_body` that names a oneof answers with whichever member is set (JSON value, or the
