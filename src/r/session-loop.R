@@ -179,8 +179,6 @@ session <- function(token, workdir, tmpdir, links = NULL) {
   assign("tempdir", function(check = FALSE) tmpdir, envir = base)
   lockBinding("tempdir", base)
   if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) rm(".Random.seed", envir = globalenv())
-  # What a saved state's environment variables are told apart from (session-state.R).
-  state$initial_env <- Sys.getenv()
   con <- if (is.null(links)) connect("r+b") else links$con
   out <- if (is.null(links)) connect("wb") else links$out
   # The token came through the R server, so a later fork may find it in the memory it inherits: an

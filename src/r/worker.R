@@ -178,6 +178,10 @@ local({
 
   # Before connecting back: Node bounds the start as a whole, but a connection's greeting more tightly.
   profile_error <- if (!unix_missing) run_profile(profile)
+  # What a session's saved environment variables are told apart from (session-state.R): every session
+  # starts with the server's, less the variables the service sets for each (TMPDIR, HOME), which are
+  # never saved. Read once here: Sys.getenv() in each fork cost 0.3–1 ms (BENCH_ONLY=suspend).
+  state$initial_env <- Sys.getenv()
 
   ctl <- connect("r+b")
   refuse <- function(error) write_frame(ctl, from_server_refused, text_fields(from_server_refused_fields, list(token = server_token, error = error)))

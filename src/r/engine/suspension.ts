@@ -178,7 +178,9 @@ export class Suspension {
     const found: Array<{ record: SessionRecord; start: SessionStart }> = [];
     const lost: string[] = [];
     for (const record of records) {
-      const state = await lstat(homes.folders(record.id).state).catch(() => undefined);
+      const { state: file } = homes.folders(record.id);
+      // A save that stopped between its two renames (session-state.R) left the previous state aside.
+      const state = (await lstat(file).catch(() => undefined)) ?? (await lstat(`${file}.old`).catch(() => undefined));
       if (!state?.isFile()) {
         await store.remove(record.id);
         lost.push(record.id);
