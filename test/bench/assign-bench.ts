@@ -154,7 +154,7 @@ export async function runAssignBench(o: AssignBenchOptions): Promise<Section[]> 
     });
     s.notes.push(
       `${rounds} round(s), medians. The floor's parts each alone: Node's Buffer.from(text, "base64") of the body read as latin1, and unserialize(bytes) / serialize(x, NULL) in a fresh Rscript.`,
-      "The server is the compiled program (npm start) in a process of its own; curl posts the base64 file and writes the answer to /dev/null.",
+      "The server in a process of its own (server-process.ts); curl posts the base64 file and writes the answer to /dev/null.",
     );
   } finally {
     await server.stop();

@@ -3,11 +3,15 @@
  * figure beside a reference measured in the same run.
  *
  *   BENCH_QUICK=1         small counts, 100 MB files (smoke run)
- *   BENCH_ONLY=r|throughput|grpc|networks|observe|cluster|quotas|peers|transfers one part only
+ *   BENCH_ONLY=r|throughput|grpc|networks|observe|cluster|quotas|peers|transfers|suspend|assign one part only
  *                         (throughput: 1 and 4 clients against the design's floor; observe: what
  *                         logging and metrics cost a call; cluster: nodes behind HAProxy; quotas: what a
  *                         cgroup and a minimal root per session cost; peers: Rserve, plumber and OpenCPU
- *                         beside this server; transfers: curl against this server, nginx and bare node:http)
+ *                         beside this server; transfers: curl against this server, nginx and bare node:http;
+ *                         suspend: suspended sessions against R's saveRDS/readRDS, their memory, and
+ *                         creation and evals against the code before them; assign: a large
+ *                         data.frame assigned as rockr sends it and answered as R serialization,
+ *                         against Node's decode plus R's unserialize, and R's serialize plus a transfer)
  */
 import os from "node:os";
 import { cleanupAll } from "./cleanup.js";
@@ -18,6 +22,8 @@ import { runObserveBench } from "./observe-bench.js";
 import { runPeersBench } from "./peers-bench.js";
 import { runQuotasBench } from "./quotas-bench.js";
 import { runRBench } from "./r-bench.js";
+import { runSuspendBench } from "./suspend-bench.js";
+import { runAssignBench } from "./assign-bench.js";
 import { runThroughputBench } from "./throughput-bench.js";
 import { runTransfersBench } from "./transfers-bench.js";
 import { render, type Section } from "./report.js";
@@ -25,7 +31,7 @@ import { rWorkerCount } from "./server-process.js";
 
 const quick = ["1", "true", "yes"].includes((process.env.BENCH_QUICK ?? "").toLowerCase());
 const only = process.env.BENCH_ONLY ?? "";
-const parts = ["r", "throughput", "grpc", "networks", "observe", "cluster", "quotas", "transfers", "peers"];
+const parts = ["r", "throughput", "grpc", "networks", "observe", "cluster", "quotas", "transfers", "peers", "suspend", "assign"];
 if (only !== "" && !parts.includes(only)) {
   console.error(`BENCH_ONLY must be one of ${parts.join(", ")}, not ${JSON.stringify(only)}`);
   process.exit(2);
@@ -69,6 +75,8 @@ try {
   if (only === "" || only === "quotas") show(await runQuotasBench({ quick, log }));
   if (only === "" || only === "peers") show(await runPeersBench({ quick, log }));
   if (only === "" || only === "transfers") show(await runTransfersBench({ quick, log }));
+  if (only === "" || only === "suspend") show(await runSuspendBench({ quick, log }));
+  if (only === "" || only === "assign") show(await runAssignBench({ quick, log }));
 } catch (e) {
   failed = true;
   if (!interrupted) console.error(e);

@@ -39,6 +39,10 @@ export interface ServerProcessOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** A port picked beforehand (nodes that must know each other's addresses); default: a free one. */
   readonly port?: number;
+  /** The checkout the server runs from (another version's, for an A/B); default: this one. */
+  readonly root?: string;
+  /** Called with each whole line the server writes (its service log: JSON lines on stderr). */
+  readonly onLine?: (line: string) => void;
 }
 
 /** Synchronous last resort on exit: whatever is still alive of the servers started here. */
@@ -51,7 +55,7 @@ export async function startServerProcess(o: ServerProcessOptions): Promise<Serve
   const port = o.port ?? (await freePort());
   const dataDir = await mkdtemp(join(tmpdir(), "rock-bench-server-"));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    cwd: ROOT,
+    cwd: o.root ?? ROOT,
     // Its own process group, as under a service manager: a Ctrl-C of the bench reaches only the
     // bench, which then stops the server with one SIGTERM.
     detached: true,
@@ -75,9 +79,17 @@ export async function startServerProcess(o: ServerProcessOptions): Promise<Serve
   }
   // Keep the last lines of its log for error messages; the pipes must be drained anyway.
   let log = "";
+  const onLine = o.onLine;
   for (const stream of [child.stdout, child.stderr]) {
     stream?.setEncoding("utf8");
-    stream?.on("data", (text: string) => (log = (log + text).slice(-4000)));
+    let partial = "";
+    stream?.on("data", (text: string) => {
+      log = (log + text).slice(-4000);
+      if (!onLine) return;
+      const lines = (partial + text).split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) onLine(line);
+    });
   }
   const groups = new Set<number>();
   live.set(pid, () => {
