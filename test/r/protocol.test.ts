@@ -28,7 +28,8 @@ describe("protocol: the table", () => {
     ];
     expect(files).to.include.members(["worker.R", "session-state.R", "session-loop.R"]);
     const rserver = read("rserver.ts");
-    for (const file of files.filter((f) => f !== "worker.R")) expect(rserver, `rserver.ts hands worker.R ${file}`).to.include(`src/r/${file}"`);
+    for (const file of files.filter((f) => f !== "worker.R"))
+      expect(rserver, `rserver.ts hands worker.R ${file}`).to.include(`src/r/${file}"`);
     // A type compared with a letter, or a letter handed to what writes a frame.
     const inline = /(==|!=)\s*"[A-Za-z]"|(write_frame|send_marked|frame_bytes|frame_header)\([^)]*"[A-Za-z]"/g;
     for (const file of files) expect(read(file).match(inline) ?? [], file).to.deep.equal([]);

@@ -4,7 +4,17 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cgroupMounts, errorCode, killListed, listedProcesses, numberIn, removeAll, removeChildren, trySet } from "./cgroup-files.js";
+import {
+  cgroupMounts,
+  errorCode,
+  killListed,
+  listedProcesses,
+  numberIn,
+  removeAll,
+  removeChildren,
+  trySet,
+  workingSet,
+} from "./cgroup-files.js";
 import type { CgroupsUnavailable, CgroupTree, SessionGroup, SessionLimits } from "./cgroup-tree.js";
 
 type Controller = "memory" | "cpu" | "cpuacct" | "pids";
@@ -70,7 +80,7 @@ export class CgroupV1Tree implements CgroupTree {
           numberIn(join(dirs.memory, "memory.memsw.max_usage_in_bytes")),
         ) >=
           limits.memoryBytes - PEAK_MARGIN,
-      memoryBytes: () => numberIn(join(dirs.memory, "memory.usage_in_bytes")),
+      memoryBytes: () => workingSet(join(dirs.memory, "memory.usage_in_bytes"), join(dirs.memory, "memory.stat"), "total_inactive_file"),
       cpuSeconds: () => numberIn(join(dirs.cpuacct, "cpuacct.usage")) / 1e9,
       remove: () => removeAll(Object.values(dirs)),
     };
@@ -81,7 +91,7 @@ export class CgroupV1Tree implements CgroupTree {
   }
 
   memoryBytes(): number {
-    return numberIn(join(this.bases.memory, "memory.usage_in_bytes"));
+    return workingSet(join(this.bases.memory, "memory.usage_in_bytes"), join(this.bases.memory, "memory.stat"), "total_inactive_file");
   }
 
   cpuSeconds(): number {

@@ -6,7 +6,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { cgroupMounts, errorCode, killListed, listedProcesses, numberIn, removeAll, removeChildren, trySet } from "./cgroup-files.js";
+import { cgroupMounts, errorCode, killListed, listedProcesses, removeAll, removeChildren, trySet, workingSet } from "./cgroup-files.js";
 import type { CgroupsUnavailable, CgroupTree, SessionGroup, SessionLimits } from "./cgroup-tree.js";
 
 const CONTROLLERS = ["memory", "cpu", "pids"] as const;
@@ -81,7 +81,7 @@ export class CgroupV2Tree implements CgroupTree {
       oomKills: () => eventCount(join(dir, "memory.events"), "oom_kill"),
       // `oom` counts in the group whose own limit was reached (a parent's counts in the parent).
       reachedLimit: () => limits.memoryBytes > 0 && eventCount(join(dir, "memory.events"), "oom") > 0,
-      memoryBytes: () => numberIn(join(dir, "memory.current")),
+      memoryBytes: () => workingSet(join(dir, "memory.current"), join(dir, "memory.stat"), "inactive_file"),
       cpuSeconds: () => eventCount(join(dir, "cpu.stat"), "usage_usec") / 1e6,
       remove: () => removeAll([dir]),
     };
@@ -92,7 +92,7 @@ export class CgroupV2Tree implements CgroupTree {
   }
 
   memoryBytes(): number {
-    return numberIn(join(this.base, "memory.current"));
+    return workingSet(join(this.base, "memory.current"), join(this.base, "memory.stat"), "inactive_file");
   }
 
   cpuSeconds(): number {
