@@ -91,7 +91,7 @@ grep -h "installing" "$WORK/last.log" | sed 's/^/  /' || true
 stop='
 const fs = require("node:fs");
 const servers = () => fs.readdirSync("/proc").filter((p) => /^\d+$/.test(p) && p !== String(process.pid)).filter((p) => {
-  try { return fs.readFileSync("/proc/" + p + "/cmdline", "utf8").includes("src/main.ts"); } catch { return false; }
+  try { return fs.readFileSync("/proc/" + p + "/cmdline", "utf8").includes("src/cli/bin.js"); } catch { return false; }
 });
 for (const p of servers()) process.kill(Number(p), "SIGTERM");
 const end = Date.now() + 30000;

@@ -157,10 +157,10 @@ done
 # What src/main.ts does after the command line (which holds the check): load the configuration, start,
 # handle SIGTERM (which also keeps what startRock returns reachable: dropped, sessions die when it is
 # collected). A module file, not `node -e`: worker threads inherit node's options, --input-type breaks them.
-UNCHECKED='const { loadConfig } = await import("/app/src/config/load.ts");
-const { createLogger } = await import("/app/src/server/logger.ts");
-const { startRock } = await import("/app/src/compose.ts");
-const { installSignalHandlers } = await import("/app/src/shutdown.ts");
+UNCHECKED='const { loadConfig } = await import("/app/dist/src/config/load.js");
+const { createLogger } = await import("/app/dist/src/server/logger.js");
+const { startRock } = await import("/app/dist/src/compose.js");
+const { installSignalHandlers } = await import("/app/dist/src/shutdown.js");
 const config = loadConfig(undefined);
 const logger = createLogger(config.log);
 installSignalHandlers(await startRock(config, { logger }), logger);'
@@ -170,7 +170,7 @@ for cap in $CAPS; do
   docker run -d --name "$NAME-deep-$cap" --label "$LABEL" $(security $(caps_without "$cap")) -p 127.0.0.1::8085 \
     -e ROCK_ADMINISTRATOR_NAME=admin -e ROCK_ADMINISTRATOR_PASSWORD=admin \
     --entrypoint /usr/bin/tini "$IMAGE" -s -- \
-    sh -c 'printf "%s\n" "$0" >/tmp/unchecked.mjs && exec node --import tsx /tmp/unchecked.mjs' "$UNCHECKED" >/dev/null
+    sh -c 'printf "%s\n" "$0" >/tmp/unchecked.mjs && exec node /tmp/unchecked.mjs' "$UNCHECKED" >/dev/null
 done
 for cap in $CAPS; do
   name="$NAME-deep-$cap"
@@ -331,8 +331,10 @@ ok "the session open at the stop was suspended"
 # ---- the volume keeps the data: a second container on it starts healthy, with the session
 docker rm "$NAME" >/dev/null
 # shellcheck disable=SC2046
+# The same users as the first (an upgrade keeps its configuration): the session is smoke-user's.
 docker run -d --name "$NAME" --label "$LABEL" $(security $CAPS) -p 127.0.0.1::8085 -v "$VOLUME:/data" \
-  -e ROCK_ADMINISTRATOR_NAME=admin -e ROCK_ADMINISTRATOR_PASSWORD=admin "$IMAGE" >/dev/null
+  -e ROCK_ID=smoke-node -e ROCK_ADMINISTRATOR_NAME=admin -e ROCK_ADMINISTRATOR_PASSWORD=admin \
+  -e ROCK_USER_NAME=smoke-user -e ROCK_USER_PASSWORD="$USER_PW" "$IMAGE" >/dev/null
 for _ in $(seq 120); do
   status="$(docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{end}}' "$NAME")"
   case "$status" in "running healthy") break ;; running*) sleep 1 ;; *) fail "restart on the volume: $status" ;; esac

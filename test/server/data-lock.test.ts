@@ -8,11 +8,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startRock } from "../../src/compose.js";
-import { createLogger } from "../../src/server/logger.js";
+import { openTestLog } from "../support/logs.js";
 import { runMain } from "../support/main-process.js";
 import { freePort, startOnFolder } from "../networks/server-support.js";
 import { PROCESS_USERS, spawnRock, untilAnswers, type RockProcess } from "../support/rock-process.js";
-import { testConfig } from "../support/server.js";
+import { testConfig, testLogger } from "../support/server.js";
 import { testLockDir } from "../support/uids.js";
 
 const refusal = (dataDir: string, pid: number): string =>
@@ -60,7 +60,8 @@ describe("one data folder, one server", function () {
   it("in one process too; a closed server lets go of its folder (and, as root, of its uids) and leaves no lock file", async () => {
     dir = mkdtempSync(join(tmpdir(), "rock-data-lock-"));
     const config = testConfig(dir);
-    const logger = createLogger({ level: "warn" });
+    // Its log kept by the run (a failure shows its tail), never printed.
+    const logger = testLogger(openTestLog("the servers on one data folder, in this process"));
     const rock = await startRock(config, { logger, announce: () => {} });
     const uidLock = join(testLockDir(), `uids-${config.r.sessionUids.first}-${config.r.sessionUids.last}.lock`);
     expect(existsSync(join(dir, ".lock"))).to.equal(true);
