@@ -173,6 +173,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
             r: config.r,
             maxUploadBytes: config.limits.maxUploadBytes,
             maxAssignBytes: config.limits.maxAssignBytes,
+            maxBodyBytes: config.limits.maxBodyBytes,
             packages,
           }),
           restStyleOf(RService),

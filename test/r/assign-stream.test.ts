@@ -185,6 +185,14 @@ describe("assign: large values streamed from the socket to the session", functio
       const [body, status] = over.stdout.split("\n");
       expect(status).to.equal("413");
       expect(JSON.parse(body!).message).to.include("limits.maxAssignBytes");
+      // A script is held whole: bounded by limits.maxBodyBytes (64 MiB) with maxAssignBytes at its 16 GiB.
+      const script = await rest(rock.url, "POST", `/r/session/${id}/_assign?s=s`, {
+        ...admin,
+        headers: { "content-type": "application/x-rscript" },
+        body: `"${"a".repeat(70 * MIB)}"`,
+      });
+      expect(script.status, script.text).to.equal(413);
+      expect(script.json<{ message: string }>().message).to.include("limits.maxBodyBytes");
     } finally {
       await limited.kill();
     }

@@ -92,6 +92,7 @@ export async function startRig(
     r: config,
     maxUploadBytes: options.maxUploadBytes ?? 1 << 30,
     maxAssignBytes: 1 << 30,
+    maxBodyBytes: 1 << 26,
     packages,
   });
   const close = async (): Promise<void> => {

@@ -18,6 +18,14 @@ const INLINE_BYTES = 1024 * 1024;
 /** The whitespace R's parser skips, in the bytes of a script. */
 const BLANK = new Set([0x20, 0x09, 0x0a, 0x0b, 0x0c, 0x0d]);
 
+/** The bounds of an assign's body, as sent. */
+export interface AssignLimits {
+  /** limits.maxAssignBytes: a serialization, staged as it arrives. */
+  readonly maxBytes: number;
+  /** limits.maxBodyBytes: a script, held whole. */
+  readonly maxScriptBytes: number;
+}
+
 /** How an assign's body is read, from its media type. */
 export type BodyKind = "script" | "base64" | "serialized";
 
@@ -42,15 +50,19 @@ export class AssignBody {
     private readonly kind: BodyKind,
     /** The folders a staging file goes in, as the session's process owns them now. */
     private readonly dirs: () => Promise<SessionDirs>,
-    private readonly maxBytes: number,
+    private readonly limits: AssignLimits,
   ) {
     this.base64 = kind === "base64" ? new Base64Stream() : undefined;
   }
 
   async push(chunk: Uint8Array): Promise<void> {
     this.received += chunk.byteLength;
-    if (this.received > this.maxBytes) {
-      throw new Fault("too_large", `The value to assign exceeds the limit of ${this.maxBytes} bytes (limits.maxAssignBytes)`);
+    // A script is held whole (R parses it whole): it is bounded as any request body is.
+    if (this.kind === "script" && this.received > this.limits.maxScriptBytes) {
+      throw new Fault("too_large", `The script to assign exceeds the limit of ${this.limits.maxScriptBytes} bytes (limits.maxBodyBytes)`);
+    }
+    if (this.received > this.limits.maxBytes) {
+      throw new Fault("too_large", `The value to assign exceeds the limit of ${this.limits.maxBytes} bytes (limits.maxAssignBytes)`);
     }
     const bytes = this.base64 ? this.base64.push(chunk) : Buffer.from(chunk);
     if (bytes.length === 0) return;

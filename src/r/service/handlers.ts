@@ -13,17 +13,19 @@ export interface RServiceDeps {
   readonly node: NodeConfig;
   readonly r: RConfig;
   readonly maxUploadBytes: number;
-  /** limits.maxAssignBytes: an assign's body, as sent. */
+  /** limits.maxAssignBytes: an assign's serialization, as sent. */
   readonly maxAssignBytes: number;
+  /** limits.maxBodyBytes: an assign's script, held whole. */
+  readonly maxBodyBytes: number;
   readonly packages: PackageOperations;
 }
 
 /** RService over the R engine and the package manager; a handler left out fails to type-check. */
 export function createRServiceHandlers(deps: RServiceDeps): ServiceImpl<typeof RService> {
-  const { engine, node, r, maxUploadBytes, maxAssignBytes, packages } = deps;
+  const { engine, node, r, maxUploadBytes, maxAssignBytes, maxBodyBytes, packages } = deps;
   return {
     ...serverHandlers(engine, node, r),
-    ...sessionHandlers(engine, maxAssignBytes),
+    ...sessionHandlers(engine, { maxBytes: maxAssignBytes, maxScriptBytes: maxBodyBytes }),
     ...commandHandlers(engine, r.commandWaitSeconds * 1000),
     ...fileHandlers(engine, maxUploadBytes),
     ...createPackageHandlers(packages),

@@ -13,7 +13,7 @@ import { commandMessage, sessionMessage } from "./messages.js";
 import type { AssignSource } from "../protocol.js";
 import { SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
 import type { RSession } from "../session.js";
-import { AssignBody, bodyKindOf, type BodyKind } from "./assign-body.js";
+import { AssignBody, bodyKindOf, type AssignLimits, type BodyKind } from "./assign-body.js";
 
 export type SessionHandlers = Pick<
   ServiceImpl<typeof RService>,
@@ -69,11 +69,11 @@ async function assignFrom(
   async: boolean,
   kind: BodyKind,
   chunks: AsyncIterable<Uint8Array>,
-  maxBytes: number,
+  limits: AssignLimits,
   signal: AbortSignal,
 ): Promise<{ command?: Command }> {
   let files: Awaited<ReturnType<RSession["useFiles"]>> | undefined;
-  const body = new AssignBody(kind, async () => (files ??= await session.useFiles()).dirs, maxBytes);
+  const body = new AssignBody(kind, async () => (files ??= await session.useFiles()).dirs, limits);
   let source: AssignSource;
   try {
     for await (const chunk of chunks) await body.push(chunk);
@@ -92,7 +92,7 @@ async function assignFrom(
   return {};
 }
 
-export function sessionHandlers(engine: REngine, maxAssignBytes: number): SessionHandlers {
+export function sessionHandlers(engine: REngine, limits: AssignLimits): SessionHandlers {
   return {
     async listSessions(req, ctx) {
       const caller = callerOf(ctx);
@@ -130,7 +130,7 @@ export function sessionHandlers(engine: REngine, maxAssignBytes: number): Sessio
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
       const symbol = checkedSymbol(req.symbol);
       const kind = bodyKindOf(req.body?.contentType);
-      return assignFrom(session, symbol, req.async, kind, oneChunk(req.body?.data), maxAssignBytes, ctx.signal);
+      return assignFrom(session, symbol, req.async, kind, oneChunk(req.body?.data), limits, ctx.signal);
     },
 
     async assignStream(requests, ctx) {
@@ -147,7 +147,7 @@ export function sessionHandlers(engine: REngine, maxAssignBytes: number): Sessio
           if (more && more.length > 0) yield more;
         }
       }
-      return assignFrom(session, checkedSymbol(symbol), async, bodyKindOf(contentType), chunks(), maxAssignBytes, ctx.signal);
+      return assignFrom(session, checkedSymbol(symbol), async, bodyKindOf(contentType), chunks(), limits, ctx.signal);
     },
 
     async eval(req, ctx) {
