@@ -262,7 +262,8 @@ export const SETTINGS = {
     maxAssignBytes: new Setting(bytes, {
       env: "ROCK_MAX_ASSIGN_BYTES",
       default: 16 * 1024 * 1024 * 1024,
-      meaning: "an assign's serialization (`_assign`, `Assign`, `AssignStream`) as sent; a script stays bounded by `limits.maxBodyBytes`; 413 past it",
+      meaning:
+        "an assign's serialization (`_assign`, `Assign`, `AssignStream`) as sent; a script stays bounded by `limits.maxBodyBytes`; 413 past it",
     }),
     headersTimeoutSeconds: new Setting(seconds, {
       env: "ROCK_HEADERS_TIMEOUT_SECONDS",

@@ -11,7 +11,7 @@ import type { ValueFormat } from "./protocol.js";
 import type { RServerProcess } from "./rserver.js";
 import { RSession, type SessionStart } from "./session.js";
 import type { EngineEvent } from "./engine/events.js";
-import { type Fork, SessionHomes } from "./engine/homes.js";
+import { type Fork, processOf, SessionHomes } from "./engine/homes.js";
 import { probe } from "./engine/probe.js";
 import { SessionRecords } from "./engine/records.js";
 import { SparePool } from "./engine/spares.js";
@@ -334,12 +334,7 @@ export class REngine {
       await this.homes.release(fork);
       throw notRunning();
     }
-    const session = this.addSession(
-      fork.id,
-      subject,
-      { process: { child: fork.child, ...(fork.dirs.owner ? { owner: fork.dirs.owner } : {}) } },
-      fork,
-    );
+    const session = this.addSession(fork.id, subject, { process: processOf(fork) }, fork);
     this.emit({ kind: "session-opened", id: fork.id, user: subject });
     return session;
   }
@@ -358,7 +353,6 @@ export class REngine {
     const folders = this.homes.folders(id);
     const session = new RSession(id, subject, folders, start, { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds, endedBy }, host);
     this.sessionsById.set(id, session);
-    if (fork?.quota) this.quotaOf.set(id, fork.quota);
     session.onEnd(() => {
       this.sessionsById.delete(id);
       this.emit({ kind: "session-closed", id, user: subject });

@@ -12,7 +12,7 @@ import { UidPool } from "../confine/uid-pool.js";
 import { tooManySessions } from "../errors.js";
 import type { SessionIdentity } from "../protocol.js";
 import type { RServerProcess } from "../rserver.js";
-import type { SessionDirs, SessionFolders } from "../session.js";
+import type { SessionDirs, SessionFolders, SessionProcess } from "../session.js";
 
 export interface SessionHomesOptions {
   readonly config: RConfig;
@@ -203,6 +203,11 @@ export class SessionHomes {
       filesystem: this.options.minimalFilesystem ? "minimal" : "host",
     };
   }
+}
+
+/** What a session is handed of its fork: the process, and the uid its folders belong to. */
+export function processOf(fork: Fork): SessionProcess {
+  return { child: fork.child, ...(fork.dirs.owner ? { owner: fork.dirs.owner } : {}) };
 }
 
 /** A session's process and what it holds, when it is ended; `child` is undefined when the fork failed. */

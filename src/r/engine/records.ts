@@ -22,12 +22,6 @@ export interface SessionRecord {
   readonly commands: CommandsRecord;
 }
 
-/** A file of the folder that is not a whole record (the host lost power mid-write, a person's edit). */
-export interface UnreadRecord {
-  readonly file: string;
-  readonly error: string;
-}
-
 const SUFFIX = ".json";
 
 /** Session records, one JSON file each in `<dataDir>/r-sessions`, each replaced whole (written beside, renamed). */
@@ -47,10 +41,12 @@ export class SessionRecords {
     await rm(this.fileOf(id), { force: true });
   }
 
-  /** Every whole record, and the files that are not one (which are removed). */
-  async readAll(): Promise<{ records: SessionRecord[]; unread: UnreadRecord[] }> {
+  /**
+   * Every whole record. A file that is not one (the host lost power mid-write, a person's edit) is
+   * removed: its session is then ended with the others that have no saved state, and said.
+   */
+  async readAll(): Promise<SessionRecord[]> {
     const records: SessionRecord[] = [];
-    const unread: UnreadRecord[] = [];
     for (const name of await readdir(this.dir)) {
       const file = join(this.dir, name);
       if (!name.endsWith(SUFFIX)) {
@@ -59,12 +55,11 @@ export class SessionRecords {
       }
       try {
         records.push(recordOf(JSON.parse(await readFile(file, "utf8")), name.slice(0, -SUFFIX.length)));
-      } catch (error) {
-        unread.push({ file, error: (error as Error).message });
+      } catch {
         await rm(file, { force: true });
       }
     }
-    return { records, unread };
+    return records;
   }
 
   private fileOf(id: string): string {

@@ -6,7 +6,7 @@ import { restoreFrame } from "../protocol.js";
 import type { RServerProcess } from "../rserver.js";
 import type { RSession, SessionHost, SessionProcess, SessionStart } from "../session.js";
 import type { EngineEvent } from "./events.js";
-import type { Fork, SessionHomes } from "./homes.js";
+import { processOf, type Fork, type SessionHomes } from "./homes.js";
 import type { SessionRecord, SessionRecords } from "./records.js";
 
 export interface SuspensionOptions {
@@ -52,6 +52,7 @@ export class Suspension {
     const { homes, records, emit } = this.options;
     const folders = homes.folders(id);
     let current = fork;
+    if (fork) this.options.onProcess(id, fork);
     // What a session's process holds (its uid, its group): the fork it came from.
     const held = (process: SessionProcess | undefined) => current ?? { id, dirs: folders, uid: undefined, child: process?.child };
     return {
@@ -73,7 +74,7 @@ export class Suspension {
         current = resumed;
         this.options.onProcess(id, resumed);
         emit({ kind: "session-resumed", id, user: subject, ms: Date.now() - started });
-        return { child: resumed.child, ...(resumed.dirs.owner ? { owner: resumed.dirs.owner } : {}) };
+        return processOf(resumed);
       },
       release: async (process) => {
         const gone = held(process);
@@ -174,7 +175,7 @@ export class Suspension {
    */
   async restorable(): Promise<{ found: Array<{ record: SessionRecord; start: SessionStart }>; lost: string[] }> {
     const { records: store, homes } = this.options;
-    const { records } = await store.readAll();
+    const records = await store.readAll();
     const found: Array<{ record: SessionRecord; start: SessionStart }> = [];
     const lost: string[] = [];
     for (const record of records) {

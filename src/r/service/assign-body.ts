@@ -3,9 +3,9 @@ import { Upload } from "../files.js";
 import type { AssignSource } from "../protocol.js";
 import type { SessionDirs } from "../session.js";
 import { Base64Stream } from "./base64-stream.js";
+import { OCTET_STREAM } from "./negotiate.js";
 
-export const RDATA = "application/x-rdata";
-export const OCTET_STREAM = "application/octet-stream";
+const RDATA = "application/x-rdata";
 
 /**
  * A serialization up to this size is sent to R inside the assign frame, from memory; a larger one is
@@ -17,6 +17,15 @@ const INLINE_BYTES = 1024 * 1024;
 
 /** The whitespace R's parser skips, in the bytes of a script. */
 const BLANK = new Set([0x20, 0x09, 0x0a, 0x0b, 0x0c, 0x0d]);
+
+/**
+ * The script's bytes (or an assign's value). An empty or blank one is refused (reference-behaviour §3):
+ * answering it `null` would hide a client that sent nothing. Stops at the first byte that is not blank.
+ */
+export function requiredScript(data: Uint8Array): Uint8Array {
+  if (data.every((byte) => BLANK.has(byte))) throw new Fault("invalid", "script is required");
+  return data;
+}
 
 /** The bounds of an assign's body, as sent. */
 export interface AssignLimits {
@@ -79,8 +88,7 @@ export class AssignBody {
   async finish(): Promise<AssignSource> {
     this.base64?.end();
     if (this.staged) return { kind: "file", path: await this.staged.staged(), bytes: this.staged.size };
-    const data = Buffer.concat(this.held);
-    if (data.every((byte) => BLANK.has(byte))) throw new Fault("invalid", "script is required");
+    const data = requiredScript(Buffer.concat(this.held));
     return this.kind === "script" ? { kind: "script", text: data } : { kind: "rdata", bytes: data };
   }
 

@@ -13,7 +13,7 @@ import { commandMessage, sessionMessage } from "./messages.js";
 import type { AssignSource } from "../protocol.js";
 import { SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
 import type { RSession } from "../session.js";
-import { AssignBody, bodyKindOf, type AssignLimits, type BodyKind } from "./assign-body.js";
+import { AssignBody, bodyKindOf, requiredScript, type AssignLimits, type BodyKind } from "./assign-body.js";
 
 export type SessionHandlers = Pick<
   ServiceImpl<typeof RService>,
@@ -33,17 +33,10 @@ export type SessionHandlers = Pick<
 type ExecuteEvent = MessageInitShape<typeof ExecuteResponseSchema>;
 
 const EMPTY = new Uint8Array(0);
-/** The whitespace R's parser skips, in the bytes of a script. */
-const BLANK = new Set([0x20, 0x09, 0x0a, 0x0b, 0x0c, 0x0d]);
 
-/**
- * The script's bytes. An empty or blank one is refused (reference-behaviour §3): answering it `null`
- * would hide a client that sent nothing. Stops at the first byte that is not blank.
- */
-function requiredScript(body: HttpBody | undefined): Uint8Array {
-  const data = body?.data ?? EMPTY;
-  if (data.every((byte) => BLANK.has(byte))) throw new Fault("invalid", "script is required");
-  return data;
+/** The script an HttpBody carries, required (see requiredScript). */
+function scriptOf(body: HttpBody | undefined): Uint8Array {
+  return requiredScript(body?.data ?? EMPTY);
 }
 
 /** A symbol to assign: present, and without NUL (an R symbol cannot hold one; it ends a frame's field). */
@@ -153,7 +146,7 @@ export function sessionHandlers(engine: REngine, limits: AssignLimits): SessionH
     async eval(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
       const format = negotiate(req.accept);
-      const script = requiredScript(req.script);
+      const script = scriptOf(req.script);
       if (req.async) {
         const command = session.submitEval(script, format);
         return { answer: { case: "command", value: commandMessage(command) } };
@@ -164,7 +157,7 @@ export function sessionHandlers(engine: REngine, limits: AssignLimits): SessionH
 
     async *execute(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
-      const script = requiredScript(req.script);
+      const script = scriptOf(req.script);
       const format = negotiate(req.accept);
       // Leaving (cancel, deadline) interrupts R through the signal, and ends the channel: stop waiting
       // for its events too. Unbounded: R cannot be paused, so its events could only be dropped.
