@@ -28,7 +28,7 @@ to_session_eval_json <- "E" # evaluate, answer JSON; body: the script (UTF-8)
 to_session_eval_rds <- "R" # evaluate, answer R serialization; body: the script (UTF-8)
 to_session_live_json <- "L" # evaluate live, answer JSON; body: the script (UTF-8)
 to_session_live_rds <- "B" # evaluate live, answer R serialization; body: the script (UTF-8)
-to_session_assign <- "A" # assign the value of the body to symbol; body: the script (UTF-8), the R serialization, or the path of a file holding it
+to_session_assign <- "A" # assign the value of the body to symbol; body: the script (UTF-8), the R serialization, or the path of the FIFO it comes through
 to_session_assign_fields <- c("source", "symbol")
 to_session_drain <- "D" # consume a SIGINT that landed after the evaluation it aimed at; not answered
 to_session_save <- "Z" # save the session's state into path, the process living on (answered by json: what could not be saved); field: path
@@ -51,4 +51,4 @@ marker_start <- as.raw(c(0L, 2L))
 network_words <- c(host = "host", none = "none")
 filesystem_words <- c(minimal = "minimal", host = "host")
 format_words <- c(json = "json", rds = "rds")
-source_words <- c(script = "script", rdata = "rdata", file = "file")
+source_words <- c(script = "script", rdata = "rdata", stream = "stream")

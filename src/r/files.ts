@@ -148,16 +148,6 @@ export class Upload {
     }
   }
 
-  /**
-   * Ends the staging file and leaves it where it is, the session's uid's: for R to read (an assign's
-   * serialization), which then removes it; `discard` still removes it when R never does.
-   */
-  async staged(): Promise<string> {
-    this.stream.end();
-    await finished(this.stream);
-    return this.file;
-  }
-
   async discard(): Promise<void> {
     this.stream.destroy();
     // The file may still be opening: removed before that ends, it would appear after the removal.

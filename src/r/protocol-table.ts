@@ -48,9 +48,9 @@ export const FIELDS = {
   format: ["json", "rds"],
   /**
    * What an assignment's body is: a script whose value is assigned, an R-serialized value, or the
-   * path of a file in the session's folder that holds one (R reads it, then removes it).
+   * path of a FIFO in the session's folder that R unserializes one from as it arrives (value-feed.ts).
    */
-  source: ["script", "rdata", "file"],
+  source: ["script", "rdata", "stream"],
   /** The name an assignment binds in the session's global environment. */
   symbol: "text",
   /** R's `major.minor`. */
@@ -113,7 +113,7 @@ export const TO_SESSION = {
     letter: "A",
     doc: "assign the value of the body to symbol",
     fields: ["source", "symbol"],
-    body: "the script (UTF-8), the R serialization, or the path of a file holding it",
+    body: "the script (UTF-8), the R serialization, or the path of the FIFO it comes through",
   },
   drain: { letter: "D", doc: "consume a SIGINT that landed after the evaluation it aimed at; not answered", fields: [] },
   save: {

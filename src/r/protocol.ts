@@ -32,18 +32,22 @@
 import { encodeFrame } from "./frames.js";
 import { frameOf, type FieldsOf, type FieldValue } from "./fields.js";
 import { TO_SERVER, TO_SESSION } from "./protocol-table.js";
+import type { ValueFeed } from "./value-feed.js";
 
 /** How an R value is answered: jsonlite JSON, or the bytes of R's serialize(x, NULL). */
 export type ValueFormat = FieldValue<"format">;
 
 /**
- * What to assign: the value of an R expression, an R-serialized value, or a file of the session's
- * folder holding one (`bytes` long), which R reads and removes.
+ * What to assign: the value of an R expression, an R-serialized value, or one R unserializes as it
+ * arrives (value-feed.ts).
  */
 export type AssignSource =
   | { readonly kind: "script"; readonly text: Uint8Array }
   | { readonly kind: "rdata"; readonly bytes: Uint8Array }
-  | { readonly kind: "file"; readonly path: string; readonly bytes: number };
+  | { readonly kind: "stream"; readonly feed: ValueFeed };
+
+/** What an assign frame carries: a streamed value as the path of the pipe R reads it from. */
+export type FramedSource = Exclude<AssignSource, { kind: "stream" }> | { readonly kind: "stream"; readonly path: string };
 
 /** Who an isolated session process runs as, and its limits (the fields are told in protocol-table.ts). */
 export type SessionIdentity = Omit<FieldsOf<typeof TO_SERVER.forkAs>, keyof ForkRequest>;
@@ -75,7 +79,7 @@ export function isLive(request: Buffer): boolean {
   return LIVE_BYTES.includes(request[0]!);
 }
 
-export function assignFrame(symbol: string, source: AssignSource): Buffer {
+export function assignFrame(symbol: string, source: FramedSource): Buffer {
   const body = source.kind === "script" ? source.text : source.kind === "rdata" ? source.bytes : Buffer.from(source.path);
   return frameOf(TO_SESSION.assign, { source: source.kind, symbol }, body);
 }

@@ -131,12 +131,13 @@ drain_interrupt <- function() {
   tryCatch(allowInterrupts(Sys.sleep(0.001)), interrupt = function(i) NULL)
 }
 
-# A large serialization Node staged in the session's folder as it arrived: read whole, the file
-# removed, then unserialized from memory, about twice as fast as from the file's connection, which R
-# reads item by item (BENCH_ONLY=assign).
-read_staged <- function(path) {
-  bytes <- tryCatch(readBin(path, "raw", file.size(path)), finally = unlink(path))
-  unserialize(bytes)
+# A value unserialized as Node writes it into a FIFO (src/r/value-feed.ts): the read overlaps the
+# transfer and no raw copy of the whole serialization is held. raw = TRUE: no compression sniffing,
+# which would read ahead on a pipe. Node removes the FIFO.
+read_stream <- function(path) {
+  con <- file(path, "rb", raw = TRUE)
+  on.exit(close(con))
+  unserialize(con)
 }
 
 # An evaluation's letter says how its value is answered (and whether it is live): its payload is the
@@ -155,7 +156,7 @@ handle <- function(con, out, frame, live) {
     evaluate(con, out, function() {
       source <- fields[["source"]]
       value <- if (source == source_words[["rdata"]]) unserialize(body)
-        else if (source == source_words[["file"]]) read_staged(rawToChar(body))
+        else if (source == source_words[["stream"]]) read_stream(rawToChar(body))
         else run_script(rawToChar(body))
       assign(fields[["symbol"]], value, envir = globalenv())
       raw(0L)

@@ -1,4 +1,3 @@
-import { rm } from "node:fs/promises";
 import type { EventSink, Outcome, RChild } from "./child.js";
 import { CommandList, type CommandEntry } from "./commands.js";
 import type { Owner } from "./confine/as-owner.js";
@@ -67,7 +66,27 @@ interface Job {
 
 function assignScript(symbol: string, source: AssignSource): string {
   if (source.kind === "script") return `${symbol} <- ${Buffer.from(source.text).toString("utf8")}`;
-  return `${symbol} <- unserialize(<${source.kind === "file" ? source.bytes : source.bytes.length} bytes>)`;
+  return `${symbol} <- unserialize(<${source.kind === "rdata" ? `${source.bytes.length} bytes` : "streamed"}>)`;
+}
+
+/**
+ * What a job sends R: a frame, or one made when the job's turn comes and undone once R answered (a
+ * streamed assign's pipe is made then, in the folder as the process reading it owns it).
+ */
+type Request = Buffer | { open(dirs: SessionDirs): Promise<Buffer>; close(): Promise<void> };
+
+function assignRequest(symbol: string, source: AssignSource): Request {
+  if (source.kind !== "stream") return assignFrame(symbol, source);
+  const { feed } = source;
+  return {
+    open: async (dirs) => assignFrame(symbol, { kind: "stream", path: await feed.open(dirs) }),
+    close: () => feed.close(),
+  };
+}
+
+/** Undoes what a request made, or would have: it will not run. */
+function release(request: Request): void {
+  if (!Buffer.isBuffer(request)) void request.close();
 }
 
 /** What a session tells of itself: the service answers it as a `Session` message. */
@@ -178,7 +197,7 @@ export class RSession implements SessionInfo {
   }
 
   async assign(symbol: string, source: AssignSource, signal?: AbortSignal): Promise<void> {
-    this.valueOf(await this.schedule(assignFrame(symbol, source), undefined, signal));
+    this.valueOf(await this.schedule(assignRequest(symbol, source), undefined, signal));
   }
 
   submitEval(script: Uint8Array, format: ValueFormat): CommandEntry {
@@ -189,9 +208,7 @@ export class RSession implements SessionInfo {
 
   submitAssign(symbol: string, source: AssignSource): CommandEntry {
     const entry = this.commands.add(assignScript(symbol, source), undefined);
-    // A staged serialization R never reads (the command deleted or dropped first) goes too.
-    const unread = source.kind === "file" ? () => void rm(source.path, { force: true }).catch(() => undefined) : undefined;
-    this.submit(entry, assignFrame(symbol, source), false, unread);
+    this.submit(entry, assignRequest(symbol, source), false);
     return entry;
   }
 
@@ -342,27 +359,27 @@ export class RSession implements SessionInfo {
     void running.finally(() => clearTimeout(grace));
   }
 
-  private submit(entry: CommandEntry, frame: Buffer, withResult: boolean, unread?: () => void): void {
+  private submit(entry: CommandEntry, request: Request, withResult: boolean): void {
     this.touch();
     const session = this;
     this.enqueue({
       async run() {
-        if (entry.deleted) return unread?.();
+        if (entry.deleted) return release(request);
         entry.started();
-        const outcome = await session.execute(frame);
+        const outcome = await session.execute(request);
         if (outcome.ok) entry.completed(withResult ? outcome.value : undefined);
         else if (session.stopping) entry.failed(`${session.stopping.message} (${outcome.ended ? "its process ended" : outcome.error})`);
         else entry.failed(outcome.ended ? session.endedFault().message : outcome.error);
       },
       drop(reason) {
-        unread?.();
+        release(request);
         entry.failed(reason.message);
       },
     });
   }
 
-  /** Runs `frame` when its turn comes; an abort before then removes it, during it interrupts R. */
-  private schedule(frame: Buffer, sink?: EventSink, signal?: AbortSignal): Promise<Outcome> {
+  /** Runs `request` when its turn comes; an abort before then removes it, during it interrupts R. */
+  private schedule(request: Request, sink?: EventSink, signal?: AbortSignal): Promise<Outcome> {
     this.touch();
     const session = this;
     return new Promise((resolve, reject) => {
@@ -372,8 +389,11 @@ export class RSession implements SessionInfo {
       let running: Promise<Outcome> | undefined;
       const job: Job & { abort(): void } = {
         async run() {
-          if (signal?.aborted) return reject(signal.reason);
-          running = session.execute(frame, sink);
+          if (signal?.aborted) {
+            release(request);
+            return reject(signal.reason);
+          }
+          running = session.execute(request, sink);
           try {
             resolve(await running);
           } finally {
@@ -382,6 +402,7 @@ export class RSession implements SessionInfo {
         },
         drop(reason) {
           signal?.removeEventListener("abort", job.abort);
+          release(request);
           reject(reason);
         },
         abort() {
@@ -389,6 +410,7 @@ export class RSession implements SessionInfo {
           const index = session.queue.indexOf(job);
           if (index >= 0) {
             session.queue.splice(index, 1);
+            release(request);
             reject(signal?.reason);
           }
         },
@@ -398,9 +420,23 @@ export class RSession implements SessionInfo {
     });
   }
 
-  private async execute(frame: Buffer, sink?: EventSink): Promise<Outcome> {
+  private async execute(request: Request, sink?: EventSink): Promise<Outcome> {
     const child = this.process?.child;
-    if (!child) return { ok: false, error: this.endedFault().message, ended: true };
+    try {
+      if (!child) return { ok: false, error: this.endedFault().message, ended: true };
+      const frame = Buffer.isBuffer(request) ? request : await request.open(this.dirs).catch((error: unknown) => error);
+      if (!Buffer.isBuffer(frame))
+        return {
+          ok: false,
+          error: `The value could not be passed to the session: ${frame instanceof Error ? frame.message : String(frame)}`,
+        };
+      return await this.run(child, frame, sink);
+    } finally {
+      if (!Buffer.isBuffer(request)) await request.close();
+    }
+  }
+
+  private async run(child: RChild, frame: Buffer, sink?: EventSink): Promise<Outcome> {
     const { maxEvalSeconds, maxEvalCpuSeconds } = this.options;
     this.changed = true;
     const running = child.run(frame, sink);

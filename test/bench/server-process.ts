@@ -1,6 +1,7 @@
 /**
- * The server under test in its own process, as production runs it: `node --import tsx src/main.ts`
- * configured through ROCK_* variables, with a fresh data folder. Stopped with SIGTERM (which stops the
+ * The server under test in its own process, as production runs it: the compiled program (`npm start`,
+ * `node src/cli/bin.js`; `npm run bench` builds it first), or, for another version's checkout (an A/B
+ * against a commit from before the build existed), its TypeScript through tsx; configured through ROCK_* variables, with a fresh data folder. Stopped with SIGTERM (which stops the
  * R server and its process group), SIGKILL after 5 s; any R process group it leaves behind is killed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -41,6 +42,8 @@ export interface ServerProcessOptions {
   readonly port?: number;
   /** The checkout the server runs from (another version's, for an A/B); default: this one. */
   readonly root?: string;
+  /** Runs the TypeScript through tsx; default: only for another checkout (a version from before the build). */
+  readonly typescript?: boolean;
   /** Called with each whole line the server writes (its service log: JSON lines on stderr). */
   readonly onLine?: (line: string) => void;
 }
@@ -54,7 +57,9 @@ process.on("exit", () => {
 export async function startServerProcess(o: ServerProcessOptions): Promise<ServerProcess> {
   const port = o.port ?? (await freePort());
   const dataDir = await mkdtemp(join(tmpdir(), "rock-bench-server-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const typescript = o.typescript ?? (o.root !== undefined && o.root !== ROOT);
+  const program = typescript ? ["--import", "tsx", "src/main.ts"] : ["src/cli/bin.js"];
+  const child = spawn(process.execPath, program, {
     cwd: o.root ?? ROOT,
     // Its own process group, as under a service manager: a Ctrl-C of the bench reaches only the
     // bench, which then stops the server with one SIGTERM.

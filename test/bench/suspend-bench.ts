@@ -517,7 +517,7 @@ async function unchanged(o: SuspendBenchOptions): Promise<Section> {
       const servers: ServerProcess[] = [];
       try {
         const env = { ROCK_R_SPARE_SESSIONS: spares };
-        servers.push(await startServerProcess({ rStart: true, env }));
+        servers.push(await startServerProcess({ rStart: true, env, typescript: true }));
         servers.push(await startServerProcess({ rStart: true, env, root: before.root }));
         const [now, old] = servers.map((server) => new HttpClient(server.port, USER)) as [HttpClient, HttpClient];
         const cycle = (http: HttpClient) => async () => {

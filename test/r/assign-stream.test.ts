@@ -119,7 +119,7 @@ describe("assign: large values streamed from the socket to the session", functio
     expect(await evaluate(id, "identical(z, head(iris))")).to.equal(true);
   });
 
-  it("leaves no symbol and no staged file when the client leaves halfway", async () => {
+  it("leaves no symbol and no pipe or spooled file when the client leaves halfway", async () => {
     const id = await open();
     const size = fs.statSync(base64).size;
     const socket = net.connect(rock.port, "127.0.0.1");
@@ -132,10 +132,87 @@ describe("assign: large values streamed from the socket to the session", functio
     await new Promise((resolve) => setTimeout(resolve, 300));
     socket.destroy();
     const home = path.join(rock.dataDir, "sessions", id);
-    const staged = () => fs.readdirSync(home).filter((f) => f.startsWith(".upload-"));
+    const staged = () => fs.readdirSync(home).filter((f) => f.endsWith(".spool"));
     for (let i = 0; i < 100 && staged().length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(staged()).to.deep.equal([]);
     expect(await evaluate(id, "exists('cut', envir = globalenv(), inherits = FALSE)")).to.equal(false);
+  });
+
+  it("spools what comes while the session is busy and feeds it first; queued as a command, the same", async () => {
+    const id = await open();
+    // An evaluation of 1.5 s runs when the assign comes: its first ~100 MB wait in the spool.
+    const busy = rest(rock.url, "POST", `/r/session/${id}/_eval`, { ...admin, headers: RSCRIPT, body: "Sys.sleep(1.5); 1" });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const home = path.join(rock.dataDir, "sessions", id);
+    let spooled = 0;
+    const watch = setInterval(() => {
+      for (const f of fs.readdirSync(home).filter((n) => n.endsWith(".spool")))
+        spooled = Math.max(spooled, fs.statSync(path.join(home, f)).size);
+    }, 20);
+    try {
+      const r = await post(id, base64, "application/x-rdata");
+      expect(r.stdout, r.stderr).to.equal("200");
+    } finally {
+      clearInterval(watch);
+    }
+    expect((await busy).status).to.equal(200);
+    expect(spooled, "bytes spooled while R was busy").to.be.greaterThan(MIB);
+    expect(await evaluate(id, sameAsSource)).to.equal(digest);
+
+    const command = await execa("curl", [
+      "-sS",
+      "-u",
+      "admin:admin",
+      "-H",
+      "Content-Type: application/x-rdata",
+      "--data-binary",
+      `@${base64}`,
+      `${rock.url}/r/session/${id}/_assign?s=x&async=true`,
+    ]);
+    const commandId = (JSON.parse(command.stdout) as { id: string }).id;
+    for (let i = 0; i < 200; i++) {
+      const status = (await rest(rock.url, "GET", `/r/session/${id}/command/${commandId}`, admin)).json<{ status: string }>().status;
+      if (status !== "PENDING" && status !== "IN_PROGRESS") {
+        expect(status).to.equal("COMPLETED");
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(await evaluate(id, sameAsSource)).to.equal(digest);
+    expect(fs.readdirSync(home).filter((n) => n.endsWith(".spool"))).to.deep.equal([]);
+    await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
+  });
+
+  it("answers R's refusal of a corrupt serialization before the rest of the body, the session as it was", async () => {
+    const id = await open();
+    await evaluate(id, "x <- 1");
+    const corrupt = path.join(dir, "corrupt.bin");
+    fs.writeFileSync(corrupt, Buffer.concat([Buffer.from("X\n\0\0\0\x03"), Buffer.alloc(200 * MIB, 0xff)]));
+    const started = Date.now();
+    const r = await execa(
+      "curl",
+      [
+        "-sS",
+        "-w",
+        "\n%{http_code} %{size_upload}",
+        "-u",
+        "admin:admin",
+        "-H",
+        "Content-Type: application/octet-stream",
+        "--data-binary",
+        `@${corrupt}`,
+        `${rock.url}/r/session/${id}/_assign?s=x`,
+      ],
+      { reject: false },
+    );
+    const [body, codes] = r.stdout.split("\n");
+    const [status, uploaded] = (codes ?? "").split(" ");
+    expect(status, r.stdout + r.stderr).to.equal("400");
+    expect(JSON.parse(body!).message).to.match(/unserialize|read error|unknown input format/i);
+    expect(Number(uploaded), "bytes curl sent before the answer").to.be.lessThan(100 * MIB);
+    expect(Date.now() - started).to.be.lessThan(30_000);
+    expect(await evaluate(id, "x")).to.equal(1);
+    await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
   });
 
   it("answers 400 naming the offset of a byte that is not base64, 413 past limits.maxAssignBytes", async () => {

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { defaults } from "../../src/config/load.js";
 import type { EvalEvent, Outcome, RChild } from "../../src/r/child.js";
 import { hasCapability, SYS_ADMIN } from "../../src/r/confine/capabilities.js";
-import { assignFrame, evalFrame, type AssignSource, type SessionIdentity, type ValueFormat } from "../../src/r/protocol.js";
+import { assignFrame, evalFrame, type FramedSource, type SessionIdentity, type ValueFormat } from "../../src/r/protocol.js";
 import { RServerProcess, type RServerOptions } from "../../src/r/rserver.js";
 import { testSessionUids } from "../support/uids.js";
 import { alive, rscript, text } from "./support.js";
@@ -78,7 +78,7 @@ async function value(child: RChild, code: string, format: ValueFormat = "json", 
 
 const json = async (child: RChild, code: string): Promise<unknown> => JSON.parse((await value(child, code)).toString("utf8"));
 
-async function assign(child: RChild, symbol: string, source: AssignSource): Promise<void> {
+async function assign(child: RChild, symbol: string, source: FramedSource): Promise<void> {
   const outcome = await run(child, assignFrame(symbol, source));
   expect(outcome, `assign ${symbol}`).to.deep.equal({ ok: true, value: Buffer.alloc(0) });
 }

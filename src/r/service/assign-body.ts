@@ -1,17 +1,16 @@
 import { Fault } from "../../errors/fault.js";
-import { Upload } from "../files.js";
 import type { AssignSource } from "../protocol.js";
 import type { SessionDirs } from "../session.js";
+import { ValueFeed } from "../value-feed.js";
 import { Base64Stream } from "./base64-stream.js";
 import { OCTET_STREAM } from "./negotiate.js";
 
 const RDATA = "application/x-rdata";
 
 /**
- * A serialization up to this size is sent to R inside the assign frame, from memory; a larger one is
- * staged in the session's folder as it arrives and read from there by R, so the service never holds
- * more of a body than this and the few chunks in flight, however large the value and however many
- * assigns run at once.
+ * A serialization up to this size is sent to R inside the assign frame, from memory; a larger one goes
+ * to R as it arrives (value-feed.ts), so the service never holds more of a body than this and the
+ * chunk in flight, however large the value and however many assigns run at once.
  */
 const INLINE_BYTES = 1024 * 1024;
 
@@ -29,7 +28,7 @@ export function requiredScript(data: Uint8Array): Uint8Array {
 
 /** The bounds of an assign's body, as sent. */
 export interface AssignLimits {
-  /** limits.maxAssignBytes: a serialization, staged as it arrives. */
+  /** limits.maxAssignBytes: a serialization, passed on to R as it arrives. */
   readonly maxBytes: number;
   /** limits.maxBodyBytes: a script, held whole. */
   readonly maxScriptBytes: number;
@@ -44,21 +43,22 @@ export function bodyKindOf(contentType: string | undefined): BodyKind {
 }
 
 /**
- * An assign's body as it arrives: a script gathered (bounded by `maxBytes`), a serialization decoded
- * (base64) and kept in memory while small, then written to a staging file in the session's folder.
- * `finish` gives what R assigns; `discard` removes whatever was staged (a client that left, an error).
+ * An assign's body as it arrives: a script gathered (bounded by `maxScriptBytes`), a serialization
+ * decoded (base64) and kept in memory while small, then handed to a ValueFeed (`feed`, set from then
+ * on) for R to unserialize as it comes. `finish` gives what R assigns; `discard` gives it up.
  */
 export class AssignBody {
   private readonly base64: Base64Stream | undefined;
   private readonly held: Buffer[] = [];
   private heldBytes = 0;
   private received = 0;
-  private staged: Upload | undefined;
+  /** The value outgrew INLINE_BYTES: its bytes go to R as they arrive. */
+  feed: ValueFeed | undefined;
 
   constructor(
     private readonly kind: BodyKind,
-    /** The folders a staging file goes in, as the session's process owns them now. */
-    private readonly dirs: () => Promise<SessionDirs>,
+    /** The session's folders as they are now, where the feed spools what comes before R reads. */
+    private readonly dirs: () => SessionDirs,
     private readonly limits: AssignLimits,
   ) {
     this.base64 = kind === "base64" ? new Base64Stream() : undefined;
@@ -75,24 +75,27 @@ export class AssignBody {
     }
     const bytes = this.base64 ? this.base64.push(chunk) : Buffer.from(chunk);
     if (bytes.length === 0) return;
-    if (this.staged) return this.staged.write(bytes);
+    if (this.feed) return this.feed.write(bytes);
     this.held.push(bytes);
     this.heldBytes += bytes.length;
     if (this.kind === "script" || this.heldBytes <= INLINE_BYTES) return;
-    const { home, owner } = await this.dirs();
-    this.staged = new Upload(home, owner);
-    for (const held of this.held.splice(0)) await this.staged.write(held);
+    this.feed = new ValueFeed(this.dirs);
+    await this.feed.write(Buffer.concat(this.held.splice(0)));
   }
 
-  /** What to assign, once the whole body arrived. */
+  /** What to assign, once the whole body arrived: a streamed value's end is told to R. */
   async finish(): Promise<AssignSource> {
     this.base64?.end();
-    if (this.staged) return { kind: "file", path: await this.staged.staged(), bytes: this.staged.size };
+    if (this.feed) {
+      await this.feed.end();
+      return { kind: "stream", feed: this.feed };
+    }
     const data = requiredScript(Buffer.concat(this.held));
     return this.kind === "script" ? { kind: "script", text: data } : { kind: "rdata", bytes: data };
   }
 
+  /** The assign is given up: R stops reading (its read fails) and what was spooled goes. */
   async discard(): Promise<void> {
-    await this.staged?.discard();
+    await this.feed?.close();
   }
 }

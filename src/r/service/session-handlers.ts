@@ -13,6 +13,8 @@ import { commandMessage, sessionMessage } from "./messages.js";
 import type { AssignSource } from "../protocol.js";
 import { SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
 import type { RSession } from "../session.js";
+import type { CommandEntry } from "../commands.js";
+import { sessionEnded } from "../errors.js";
 import { AssignBody, bodyKindOf, requiredScript, type AssignLimits, type BodyKind } from "./assign-body.js";
 
 export type SessionHandlers = Pick<
@@ -51,10 +53,10 @@ async function* oneChunk(data: Uint8Array | undefined): AsyncIterable<Uint8Array
 }
 
 /**
- * Assigns what `chunks` hold to `symbol` (see AssignBody), now or as a command: staged in the
- * session's folder while it arrives when large, never half assigned. The session is held awake while
- * its body is staged, and let go before the assign is queued (a suspend queued meanwhile then goes
- * first, and the staged file with the folder).
+ * Assigns what `chunks` hold to `symbol` (see AssignBody), now or as a command, never half assigned.
+ * A large value is queued as soon as it is known to be one, and R unserializes it while it arrives;
+ * a body that fails (the client left, a bad byte, over its limit) gives the assign up, and a value R
+ * refused stops the reading of the rest of the body.
  */
 async function assignFrom(
   session: RSession,
@@ -65,24 +67,41 @@ async function assignFrom(
   limits: AssignLimits,
   signal: AbortSignal,
 ): Promise<{ command?: Command }> {
-  let files: Awaited<ReturnType<RSession["useFiles"]>> | undefined;
-  const body = new AssignBody(kind, async () => (files ??= await session.useFiles()).dirs, limits);
-  let source: AssignSource;
+  const body = new AssignBody(kind, () => session.dirs, limits);
+  // Gives a queued or running assign up when its body fails, as the client leaving does.
+  const giveUp = new AbortController();
+  const leave = (): void => giveUp.abort(signal.reason);
+  signal.addEventListener("abort", leave, { once: true });
+  let entry: CommandEntry | undefined;
+  let assigned: Promise<unknown> | undefined;
+  let refused: { error: unknown } | undefined;
+  const start = (source: AssignSource): Promise<unknown> => {
+    if (async) {
+      entry = session.submitAssign(symbol, source);
+      return Promise.resolve();
+    }
+    const done = session.assign(symbol, source, giveUp.signal);
+    done.catch((error: unknown) => (refused = { error }));
+    return done;
+  };
   try {
-    for await (const chunk of chunks) await body.push(chunk);
-    source = await body.finish();
+    for await (const chunk of chunks) {
+      await body.push(chunk);
+      if (refused) throw refused.error;
+      if (body.feed) assigned ??= start({ kind: "stream", feed: body.feed });
+    }
+    const source = await body.finish();
+    await (assigned ?? start(source));
+    return entry ? { command: commandMessage(entry) } : {};
   } catch (error) {
+    giveUp.abort(error);
+    if (entry) session.commands.remove(entry.id);
     await body.discard();
-    throw error;
+    // R's refusal, or the session's end under the body, is what to answer: not what the writes then met.
+    throw refused ? refused.error : session.closed ? sessionEnded() : error;
   } finally {
-    files?.done();
+    signal.removeEventListener("abort", leave);
   }
-  if (async) return { command: commandMessage(session.submitAssign(symbol, source)) };
-  await session.assign(symbol, source, signal).catch(async (error: unknown) => {
-    await body.discard();
-    throw error;
-  });
-  return {};
 }
 
 export function sessionHandlers(engine: REngine, limits: AssignLimits): SessionHandlers {

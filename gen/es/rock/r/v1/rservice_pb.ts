@@ -1859,7 +1859,7 @@ export const RService: GenService<{
   },
   /**
    * Assign with the value's body in chunks, as it arrives: a large serialization is never held whole
-   * by the service (it is staged in the session's folder, then unserialized by R once). REST:
+   * by the service (R unserializes it from a pipe while it arrives). REST:
    * `POST /r/session/{id}/_assign?s=<symbol>[&async=true]`, the body as the Content-Type says.
    *
    * @generated from rpc rock.r.v1.RService.AssignStream

@@ -6766,7 +6766,7 @@ export const RServiceService = {
   },
   /**
    * Assign with the value's body in chunks, as it arrives: a large serialization is never held whole
-   * by the service (it is staged in the session's folder, then unserialized by R once). REST:
+   * by the service (R unserializes it from a pipe while it arrives). REST:
    * `POST /r/session/{id}/_assign?s=<symbol>[&async=true]`, the body as the Content-Type says.
    */
   assignStream: {
@@ -7062,7 +7062,7 @@ export interface RServiceServer extends UntypedServiceImplementation {
   assign: handleUnaryCall<AssignRequest, AssignResponse>;
   /**
    * Assign with the value's body in chunks, as it arrives: a large serialization is never held whole
-   * by the service (it is staged in the session's folder, then unserialized by R once). REST:
+   * by the service (R unserializes it from a pipe while it arrives). REST:
    * `POST /r/session/{id}/_assign?s=<symbol>[&async=true]`, the body as the Content-Type says.
    */
   assignStream: handleClientStreamingCall<AssignStreamRequest, AssignStreamResponse>;
@@ -7270,7 +7270,7 @@ export interface RServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Assign with the value's body in chunks, as it arrives: a large serialization is never held whole
-   * by the service (it is staged in the session's folder, then unserialized by R once). REST:
+   * by the service (R unserializes it from a pipe while it arrives). REST:
    * `POST /r/session/{id}/_assign?s=<symbol>[&async=true]`, the body as the Content-Type says.
    */
   assignStream(
