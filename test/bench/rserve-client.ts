@@ -7,6 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import net from "node:net";
+import { ensureDebian } from "./debian.js";
 import { connectLoopback, SocketReader } from "./socket-reader.js";
 
 const ID_LENGTH = 32;
@@ -109,6 +110,9 @@ export class RserveProcess {
 
   /** Starts Rserve with jsonlite loaded beforehand (so forks share it, as the R server process does). */
   static async start(timeoutMs = 20_000): Promise<RserveProcess> {
+    // A fresh machine has none: installed here (as root), or the part stops saying why.
+    const missing = await ensureDebian("Rserve", ["r-cran-rserve"]);
+    if (missing) throw new Error(missing);
     const port = await freePort();
     // Rserve makes a working folder per connection (in /tmp/Rserv by default) and R its temporary
     // folder, which a killed R leaves: both go into a folder of the bench's, removed at the stop.
