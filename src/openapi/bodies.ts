@@ -1,5 +1,6 @@
 import type { DescField } from "@bufbuild/protobuf";
 import { isHttpBody } from "../transport/protocols/rest/request-decoder.js";
+import { rawBodyField } from "../transport/protocols/rest/response-writer.js";
 import type { Route } from "../transport/protocols/rest/route-table.js";
 import { FILE_PART } from "../transport/protocols/rest/upload-stream.js";
 import { ERROR_REF } from "./error-responses.js";
@@ -59,7 +60,7 @@ export function answerContent(
 }
 
 /**
- * A server stream: the bytes of its HttpBody `response_body` (downloads), otherwise one response
+ * A server stream: the bytes of its HttpBody `response_body` (downloads, evaluations), otherwise one response
  * message per line, and an error after the first line as a last `{"error": …}` line.
  */
 export function streamContent(route: Route, schemas: SchemaSet, answers: HandlerAnswers): Content {
@@ -73,11 +74,8 @@ export function streamContent(route: Route, schemas: SchemaSet, answers: Handler
   };
 }
 
-/** The HttpBody `response_body` of a server stream that answers raw bytes. */
-export function rawStreamField(route: Route): DescField | undefined {
-  const rb = route.responseBody;
-  return rb?.kind === "field" && isHttpBody(rb) ? rb : undefined;
-}
+/** The HttpBody `response_body` (or member of it) of a server stream that answers raw bytes. */
+export const rawStreamField: (route: Route) => DescField | undefined = rawBodyField;
 
 function fieldContent(route: Route, schemas: SchemaSet, answers: HandlerAnswers, field: DescField): Content {
   if (isHttpBody(field)) return rawContent(answers.responseMedia?.[field.name] ?? DEFAULT_RAW_MEDIA);

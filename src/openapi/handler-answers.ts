@@ -33,13 +33,13 @@ const ANSWERS: Readonly<Record<string, HandlerAnswers>> = {
     when: { 200: "Assigned (`async` false): no body.", 201: "`async=true`: the queued command." },
     requestMedia: ["application/x-rscript", "application/x-rdata", "application/octet-stream"],
   },
-  "rock.r.v1.RService.Eval": {
+  "rock.r.v1.RService.EvalStream": {
     when: {
       200: "The value: JSON, or R serialization when `Accept` starts with application/octet-stream.",
       201: "`async=true`: the queued command.",
     },
     requestMedia: ["application/x-rscript"],
-    responseMedia: { value: JSON_OR_RDATA },
+    responseMedia: { chunk: JSON_OR_RDATA },
   },
   "rock.r.v1.RService.Execute": { requestMedia: ["application/x-rscript"] },
   "rock.r.v1.RService.GetCommandResult": {

@@ -46,9 +46,16 @@ export function describeRoute(route: Route, schemas: SchemaSet, operationId: str
  * other status the rest. A stream's status goes out with its first message: always 200 (src/transport/protocols/rest/rest.ts).
  */
 function successResponses(route: Route, schemas: SchemaSet, answers: HandlerAnswers): Record<string, Response> {
-  if (route.spec.kind === "server_streaming")
-    return { "200": { description: STATUS_TEXT[200], content: streamContent(route, schemas, answers) } };
   const { status, emptyStatus, created } = route.answer;
+  if (route.spec.kind === "server_streaming") {
+    const streamed = { "200": { description: answers.when?.[200] ?? STATUS_TEXT[200], content: streamContent(route, schemas, answers) } };
+    // The oneof's other member (an async call's command) is answered as a unary call's: 201.
+    if (!created) return streamed;
+    return {
+      ...streamed,
+      "201": successResponse(route, schemas, answers, 201, (members) => members.filter((f) => created.fields.includes(f))),
+    };
+  }
   const responses: Record<string, Response> = {};
   const describe = (s: SuccessStatus, pick?: (members: readonly DescField[]) => readonly DescField[]): void => {
     responses[String(s)] = successResponse(route, schemas, answers, s, pick);

@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import { StringDecoder } from "node:string_decoder";
 import { decodeFields, onlyField } from "./fields.js";
-import { FrameReader, ProtocolError, type Frame } from "./frames.js";
+import { FrameReader, ProtocolError, type Frame, type PayloadSink } from "./frames.js";
 import { DRAIN, isLive } from "./protocol.js";
 import { FROM_SESSION, lettersOf, MARKER, MARKER_LEAD, ONE_READ, type Letter } from "./protocol-table.js";
 import { SESSION_ENDED } from "./errors.js";
@@ -15,12 +15,22 @@ export interface EvalEvent {
 
 export type EventSink = (event: EvalEvent) => void;
 
+/**
+ * Takes a large answer's value (R serialization, or JSON text) as it comes from R, instead of it
+ * being gathered (the outcome's value is then empty). `write` answers false when the consumer is full:
+ * nothing more is read from R until it calls `resume`.
+ */
+export interface ValueSink {
+  write(bytes: Buffer, resume: () => void): boolean;
+}
+
 export type Outcome =
   | { readonly ok: true; readonly value: Buffer }
   /** `ended`: the process ended before it answered, `error` says so; otherwise R's own error. */
   | { readonly ok: false; readonly error: string; readonly ended?: true };
 
 const ENDED: Outcome = { ok: false, error: SESSION_ENDED, ended: true };
+const EMPTY = Buffer.alloc(0);
 
 type Answer = Frame<Letter<typeof FROM_SESSION>>;
 
@@ -30,6 +40,10 @@ interface Running {
   /** Live: R has not sent the start marker yet, so output still belongs to earlier requests. */
   awaitingStart: boolean;
   readonly sink: EventSink | undefined;
+  /** Where the value of a request that is not live goes when it comes in pieces. */
+  readonly value: ValueSink | undefined;
+  /** Its value went to `value`. */
+  streamed: boolean;
   readonly resolve: (outcome: Outcome) => void;
   /** Frames of the main socket not released yet: each waits for its marker on the output stream. */
   readonly frames: Answer[];
@@ -51,7 +65,8 @@ interface Running {
  * queue guarantees it).
  */
 export class RChild {
-  private readonly frames = new FrameReader(lettersOf(FROM_SESSION));
+  private readonly frames = new FrameReader(lettersOf(FROM_SESSION), undefined, (type, length) => this.divert(type, length));
+  private readonly resumeMain = (): void => void this.main.resume();
   private readonly decoder = new StringDecoder("utf8");
   private running: Running | undefined;
   private drainFirst = false;
@@ -92,10 +107,11 @@ export class RChild {
   }
 
   /**
-   * Runs one request; `sink` receives the events of a live one (see evalFrame). A SIGINT for a request
-   * larger than ONE_READ waits for its START marker (see protocol.ts, interrupts).
+   * Runs one request; `sink` receives the events of a live one (see evalFrame), `value` the value of
+   * one that is not, when it comes in pieces. A SIGINT for a request larger than ONE_READ waits for its
+   * START marker (see protocol.ts, interrupts).
    */
-  run(request: Buffer, sink?: EventSink): Promise<Outcome> {
+  run(request: Buffer, sink?: EventSink, value?: ValueSink): Promise<Outcome> {
     if (this.ended) return Promise.resolve(ENDED);
     if (this.running) throw new Error("R session is already running a request");
     const live = isLive(request);
@@ -104,6 +120,8 @@ export class RChild {
         live,
         awaitingStart: live,
         sink,
+        value: live ? undefined : value,
+        streamed: false,
         resolve,
         frames: [],
         output: [],
@@ -240,9 +258,28 @@ export class RChild {
     }
   }
 
+  /**
+   * A value or JSON answer that does not come whole in one read, to a request with a value sink: its
+   * bytes go there as they arrive (the JSON text without the NUL that ends its field).
+   */
+  private divert(type: Answer["type"], length: number): PayloadSink | undefined {
+    const running = this.running;
+    const sink = running?.value;
+    const json = type === FROM_SESSION.json.letter;
+    if (!running || !sink || (!json && type !== FROM_SESSION.value.letter)) return undefined;
+    running.streamed = true;
+    let left = json ? length - 1 : length;
+    return (bytes) => {
+      const piece = bytes.length <= left ? bytes : bytes.subarray(0, left);
+      left -= piece.length;
+      if (piece.length > 0 && !sink.write(piece, this.resumeMain)) this.main.pause();
+    };
+  }
+
   /** The value or error frame that ends a request; anything else breaks the protocol. */
   private answer(frame: Answer): void {
     const { type, payload } = frame;
+    if (this.running?.streamed) return this.finish({ ok: true, value: EMPTY });
     const json = type === FROM_SESSION.json.letter ? onlyField(payload) : undefined;
     if (json) this.finish({ ok: true, value: json });
     else if (type === FROM_SESSION.value.letter) this.finish({ ok: true, value: payload });

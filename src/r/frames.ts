@@ -27,8 +27,23 @@ export function encodeFrame(type: AnyLetter, ...parts: readonly Uint8Array[]): B
 interface Incomplete<L extends AnyLetter> {
   readonly type: L;
   readonly payload: Buffer;
+  readonly length: number;
   filled: number;
+  /** Where its payload goes as it arrives instead (see FrameReader's `divert`); `payload` is then empty. */
+  readonly to?: PayloadSink;
 }
+
+/** Takes a diverted payload's bytes as they arrive; each is a view that stays valid. */
+export type PayloadSink = (bytes: Buffer) => void;
+
+/**
+ * Asked when a frame's payload does not come whole in one chunk: a sink to pass its bytes to as they
+ * arrive, or undefined to gather it. A diverted frame is returned, once its last byte passed, with an
+ * empty payload.
+ */
+export type Divert<L extends AnyLetter> = (type: L, length: number) => PayloadSink | undefined;
+
+const EMPTY = Buffer.alloc(0);
 
 /** The largest greeting frame, header included: a peer must prove itself before Node reads more. */
 export const MAX_GREETING = 4096;
@@ -53,6 +68,7 @@ export class FrameReader<L extends AnyLetter> {
   constructor(
     accepted: readonly L[],
     private readonly maxPayload = 0xffffffff,
+    private readonly divert?: Divert<L>,
   ) {
     for (const letter of accepted) this.types[letter.charCodeAt(0)] = letter;
   }
@@ -66,10 +82,11 @@ export class FrameReader<L extends AnyLetter> {
     let data = chunk;
     if (this.incomplete) {
       const frame = this.incomplete;
-      const n = Math.min(data.length, frame.payload.length - frame.filled);
-      data.copy(frame.payload, frame.filled, 0, n);
+      const n = Math.min(data.length, frame.length - frame.filled);
+      if (frame.to) frame.to(n === data.length ? data : data.subarray(0, n));
+      else data.copy(frame.payload, frame.filled, 0, n);
       frame.filled += n;
-      if (frame.filled < frame.payload.length) return frames;
+      if (frame.filled < frame.length) return frames;
       this.incomplete = undefined;
       frames.push({ type: frame.type, payload: frame.payload });
       data = data.subarray(n);
@@ -88,10 +105,16 @@ export class FrameReader<L extends AnyLetter> {
         data = data.subarray(end);
         continue;
       }
+      const to = this.divert?.(type, length);
+      if (to) {
+        if (data.length > HEADER_BYTES) to(data.subarray(HEADER_BYTES));
+        this.incomplete = { type, payload: EMPTY, length, filled: data.length - HEADER_BYTES, to };
+        return frames;
+      }
       // Only the payload is allocated: a header with the largest length still fits a Buffer.
       const payload = Buffer.allocUnsafe(length);
       const filled = data.copy(payload, 0, HEADER_BYTES);
-      this.incomplete = { type, payload, filled };
+      this.incomplete = { type, payload, length, filled };
       return frames;
     }
     if (data.length > 0) this.rest = Buffer.from(data);

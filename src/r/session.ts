@@ -1,4 +1,5 @@
-import type { EventSink, Outcome, RChild } from "./child.js";
+import { Channel } from "../channel.js";
+import type { EventSink, Outcome, RChild, ValueSink } from "./child.js";
 import { CommandList, type CommandEntry } from "./commands.js";
 import type { Owner } from "./confine/as-owner.js";
 import { cpuSeconds } from "./confine/processes.js";
@@ -52,6 +53,18 @@ export interface SessionOptions {
   /** Why the session's process ended when the kernel ended it (its memory); undefined: not that. */
   readonly endedBy?: () => Fault | undefined;
 }
+
+/** Where what R sends while a job runs goes: a live evaluation's events, a value streamed in pieces. */
+interface Receivers {
+  readonly events?: EventSink;
+  readonly value?: ValueSink;
+}
+
+/**
+ * Pieces of a streamed value (up to 64 KiB each, a socket read) waiting for the client before R is no
+ * longer read: with them in flight, R's socket and the client's keep both sides busy.
+ */
+const VALUE_PIECES = 16;
 
 /** How often an evaluation's CPU time is read when it is limited. */
 const CPU_CHECK_MS = 1000;
@@ -193,7 +206,32 @@ export class RSession implements SessionInfo {
 
   /** The value of `script` (JSON text or R serialization bytes); an R error is an `invalid` fault. */
   async eval(script: Uint8Array, format: ValueFormat, sink?: EventSink, signal?: AbortSignal): Promise<Buffer> {
-    return this.valueOf(await this.schedule(evalFrame(script, format, sink !== undefined), sink, signal));
+    return this.valueOf(await this.schedule(evalFrame(script, format, sink !== undefined), { events: sink }, signal));
+  }
+
+  /**
+   * The value of `script` in pieces as R sends them: a large one is never gathered whole (what comes
+   * in one read is one piece). R is read no faster than the pieces are taken. Rejects before the first
+   * piece as `eval` does.
+   */
+  evalStream(script: Uint8Array, format: ValueFormat, signal?: AbortSignal): AsyncIterable<Buffer> {
+    let resume: (() => void) | undefined;
+    const pieces = new Channel<Buffer>({ capacity: VALUE_PIECES, overflow: "pause", onDrain: () => resume?.(), signal });
+    const value: ValueSink = {
+      write(bytes, resumeR) {
+        resume = resumeR;
+        return pieces.push(bytes) || pieces.closed;
+      },
+    };
+    this.schedule(evalFrame(script, format), { value }, signal)
+      .then((outcome) => {
+        // What came whole in one read was gathered: one piece.
+        const whole = this.valueOf(outcome);
+        if (whole.length > 0) pieces.push(whole);
+        pieces.close();
+      })
+      .catch((error: unknown) => pieces.fail(error));
+    return pieces;
   }
 
   async assign(symbol: string, source: AssignSource, signal?: AbortSignal): Promise<void> {
@@ -379,7 +417,7 @@ export class RSession implements SessionInfo {
   }
 
   /** Runs `request` when its turn comes; an abort before then removes it, during it interrupts R. */
-  private schedule(request: Request, sink?: EventSink, signal?: AbortSignal): Promise<Outcome> {
+  private schedule(request: Request, receivers: Receivers = {}, signal?: AbortSignal): Promise<Outcome> {
     this.touch();
     const session = this;
     return new Promise((resolve, reject) => {
@@ -393,7 +431,7 @@ export class RSession implements SessionInfo {
             release(request);
             return reject(signal.reason);
           }
-          running = session.execute(request, sink);
+          running = session.execute(request, receivers);
           try {
             resolve(await running);
           } finally {
@@ -420,7 +458,7 @@ export class RSession implements SessionInfo {
     });
   }
 
-  private async execute(request: Request, sink?: EventSink): Promise<Outcome> {
+  private async execute(request: Request, receivers: Receivers = {}): Promise<Outcome> {
     const child = this.process?.child;
     try {
       if (!child) return { ok: false, error: this.endedFault().message, ended: true };
@@ -430,16 +468,16 @@ export class RSession implements SessionInfo {
           ok: false,
           error: `The value could not be passed to the session: ${frame instanceof Error ? frame.message : String(frame)}`,
         };
-      return await this.run(child, frame, sink);
+      return await this.run(child, frame, receivers);
     } finally {
       if (!Buffer.isBuffer(request)) await request.close();
     }
   }
 
-  private async run(child: RChild, frame: Buffer, sink?: EventSink): Promise<Outcome> {
+  private async run(child: RChild, frame: Buffer, { events, value }: Receivers): Promise<Outcome> {
     const { maxEvalSeconds, maxEvalCpuSeconds } = this.options;
     this.changed = true;
-    const running = child.run(frame, sink);
+    const running = child.run(frame, events, value);
     const timer = maxEvalSeconds > 0 ? setTimeout(() => this.stop(running), maxEvalSeconds * 1000) : undefined;
     const cpuWatch = maxEvalCpuSeconds > 0 ? this.watchCpu(child.pid, running, maxEvalCpuSeconds) : undefined;
     try {

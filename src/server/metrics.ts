@@ -13,7 +13,7 @@ export interface MetricsSources {
 }
 
 /** RPCs that evaluate R code, and those that operate on packages (RService method names). */
-const EVALUATIONS = new Set(["Eval", "Execute"]);
+const EVALUATIONS = new Set(["Eval", "EvalStream", "Execute"]);
 const PACKAGE_OPERATIONS = new Set([
   "ListPackages",
   "UpdatePackages",
@@ -52,7 +52,7 @@ export class ServiceMetrics {
   });
   private readonly evaluations = new Counter({
     name: "rock_r_evaluations_total",
-    help: "R evaluations (Eval, Execute) by outcome",
+    help: "R evaluations (Eval, EvalStream, Execute) by outcome",
     labelNames: ["code"],
     registers: [this.registry],
   });

@@ -215,6 +215,58 @@ describe("assign: large values streamed from the socket to the session", functio
     await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
   });
 
+  it("answers a 300 MB value, R serialization or JSON, as R sends it: identical, the server's memory barely grown", async () => {
+    const id = await open();
+    expect((await post(id, serialized, "application/octet-stream")).stdout).to.equal("200");
+    const out = path.join(dir, "answer.rds");
+    const answer = (accept: string, script: string, file: string) =>
+      execa("curl", [
+        ...["-sS", "-o", file, "-w", "%{http_code}", "-u", "admin:admin", "-H", "Content-Type: application/x-rscript"],
+        ...["-H", `Accept: ${accept}`, "--data-binary", script, `${rock.url}/r/session/${id}/_eval`],
+      ]);
+    // The peak resident size from now on (writing 5 to clear_refs resets VmHWM).
+    fs.writeFileSync(`/proc/${rock.pid}/clear_refs`, "5");
+    const before = memoryOf(rock.pid).rss;
+    expect((await answer("application/octet-stream", "x", out)).stdout).to.equal("200");
+    expect(memoryOf(rock.pid).peak - before, "the server's peak growth").to.be.lessThan(64 * MIB);
+    expect(createHash("md5").update(fs.readFileSync(out)).digest("hex")).to.equal(digest);
+
+    const text = path.join(dir, "answer.json");
+    fs.writeFileSync(`/proc/${rock.pid}/clear_refs`, "5");
+    expect((await answer("application/json", "strrep('ab', 100e6)", text)).stdout).to.equal("200");
+    expect(memoryOf(rock.pid).peak - before, "the server's peak growth").to.be.lessThan(64 * MIB);
+    const json = fs.readFileSync(text, "latin1");
+    expect(json.length).to.equal(200e6 + 2);
+    expect(json.slice(0, 5) + json.slice(-3)).to.equal('"ababab"');
+
+    // A client that leaves after a few MB: the session answers the next call.
+    const cut = await execa(
+      "curl",
+      [
+        "-sS",
+        "-o",
+        "/dev/null",
+        "--limit-rate",
+        "4M",
+        "-m",
+        "1",
+        "-u",
+        "admin:admin",
+        "-H",
+        "Accept: application/octet-stream",
+        "-H",
+        "Content-Type: application/x-rscript",
+        "--data-binary",
+        "x",
+        `${rock.url}/r/session/${id}/_eval`,
+      ],
+      { reject: false },
+    );
+    expect(cut.exitCode, "curl timed out").to.equal(28);
+    expect(await evaluate(id, "length(x)")).to.equal((300 * MIB) / 8);
+    await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
+  });
+
   it("answers 400 naming the offset of a byte that is not base64, 413 past limits.maxAssignBytes", async () => {
     const id = await open();
     const bad = path.join(dir, "bad.b64");

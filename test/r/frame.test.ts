@@ -46,4 +46,30 @@ describe("FrameReader", () => {
     expect(got[0]!.payload.equals(big)).to.equal(true);
     expect(got[1]!.payload.toString()).to.equal("next");
   });
+
+  it("passes a diverted payload on as it arrives, in order, wherever the chunks cut it, and reads on", () => {
+    const big = Buffer.from(Array.from({ length: 300 }, (_, i) => i % 251));
+    const bytes = Buffer.concat([encodeFrame("V", big), encodeFrame("M", Buffer.from("next")), encodeFrame("V", Buffer.from("small"))]);
+    for (const size of [1, 2, 5, 64, 299, 1000]) {
+      const passed: Buffer[] = [];
+      const asked: Array<[string, number]> = [];
+      const cutter = new FrameReader(lettersOf(FROM_SESSION), undefined, (type, length) => {
+        asked.push([type, length]);
+        return type === "V" && length === big.length ? (piece: Buffer) => void passed.push(Buffer.from(piece)) : undefined;
+      });
+      const got: Answer[] = [];
+      for (let i = 0; i < bytes.length; i += size) got.push(...cutter.push(bytes.subarray(i, i + size)));
+      // Only a payload that does not come whole in its chunk is offered: one that does comes gathered.
+      const diverted = size < big.length + 5;
+      expect(
+        asked.some(([, length]) => length === big.length),
+        `chunks of ${size}`,
+      ).to.equal(diverted);
+      expect(Buffer.concat(passed).equals(diverted ? big : Buffer.alloc(0)), `chunks of ${size}`).to.equal(true);
+      const first = frame("V", diverted ? Buffer.alloc(0) : big);
+      expect(plain(got), `chunks of ${size}`).to.deep.equal(
+        plain([first, frame("M", Buffer.from("next")), frame("V", Buffer.from("small"))]),
+      );
+    }
+  });
 });

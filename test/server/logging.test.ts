@@ -115,7 +115,7 @@ describe("service log", function () {
     for (const secret of [PASSWORD, WRONG_PASSWORD, basic("logged", PASSWORD), basic("logged", WRONG_PASSWORD).slice(6), key, MARKER]) {
       expect(log.text).not.to.include(secret);
     }
-    expect(calls("rock.r.v1.RService/Eval").at(-1)).to.include({ protocol: "rest", status: 200, user: "logged", session: id });
+    expect(calls("rock.r.v1.RService/EvalStream").at(-1)).to.include({ protocol: "rest", status: 200, user: "logged", session: id });
     expect(calls("rock.networks.v1.NetworkService/GetNetwork").at(-1)).to.include({
       status: 200,
       user: "anonymous",
@@ -154,7 +154,10 @@ describe("service log", function () {
         headers: { "content-type": "application/x-rscript" },
       });
       expect(evaluated.status).to.equal(200);
-      expect(calls("rock.r.v1.RService/Eval").at(-1)).to.include({ bytesIn: Buffer.byteLength(script), bytesOut: evaluated.bytes.length });
+      expect(calls("rock.r.v1.RService/EvalStream").at(-1)).to.include({
+        bytesIn: Buffer.byteLength(script),
+        bytesOut: evaluated.bytes.length,
+      });
       expect(evaluated.bytes.length).to.be.greaterThan(2000);
 
       const file = Buffer.alloc(300_000, 7);

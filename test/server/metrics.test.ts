@@ -42,8 +42,8 @@ describe("GET /metrics", function () {
 
   it("counts calls per RPC and protocol, evaluations, sessions and catalogue writes as real calls happen", async () => {
     const before = await scrape();
-    const evalRest = { service: "rock.r.v1.RService", method: "Eval", protocol: "rest", code: "ok" };
-    const evalGrpc = { ...evalRest, protocol: "grpc" };
+    const evalRest = { service: "rock.r.v1.RService", method: "EvalStream", protocol: "rest", code: "ok" };
+    const evalGrpc = { ...evalRest, method: "Eval", protocol: "grpc" };
 
     const session = await rest(served.server.url, "POST", "/r/sessions", { user: "user" });
     const id = session.json<{ id: string }>().id;
@@ -78,7 +78,7 @@ describe("GET /metrics", function () {
     const moved = (name: string, labels: Labels = {}) => total(during, name, labels) - total(before, name, labels);
     expect(moved("rock_rpc_requests_total", evalRest)).to.equal(1);
     expect(moved("rock_rpc_requests_total", evalGrpc)).to.equal(1);
-    const evalBytes = { service: "rock.r.v1.RService", method: "Eval", protocol: "rest" };
+    const evalBytes = { service: "rock.r.v1.RService", method: "EvalStream", protocol: "rest" };
     expect(moved("rock_rpc_bytes_total", { ...evalBytes, direction: "in" })).to.equal(3);
     expect(moved("rock_rpc_bytes_total", { ...evalBytes, direction: "out" })).to.equal(evaluated.bytes.length);
     expect(moved("rock_rpc_requests_total", { service: "unrouted", method: "unrouted", protocol: "rest", code: "not_found" })).to.equal(1);

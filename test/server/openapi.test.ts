@@ -152,7 +152,7 @@ describe("OpenAPI description", () => {
   });
 
   it("opens each operation's description with its RPC's proto comment, and describes fields by theirs", () => {
-    const evalComment = protoComment("rock/r/v1/rservice.proto", /^\s*rpc Eval\(/);
+    const evalComment = protoComment("rock/r/v1/rservice.proto", /^\s*rpc EvalStream\(/);
     expect(evalComment).to.match(/^Evaluates an R script/);
     expect(doc.paths["/r/session/{id}/_eval"]!.post!.description.split("\n\n")[0]).to.equal(evalComment);
     const listComment = protoComment("rock/networks/v1/networks.proto", /^\s*rpc ListNetworks\(/);

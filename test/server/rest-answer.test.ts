@@ -40,10 +40,10 @@ describe("REST answer option (rest_answer)", () => {
     deleteSession: () => ({}),
     installPackage: () => ({ version: "1.0.0" }),
     // The path id comes back as the command's session: a value decoded from the path, encoded again in the Location.
-    eval: (req) => {
+    async *evalStream(req) {
       const script = Buffer.from(req.script?.data ?? []).toString();
-      if (!req.async) return { answer: { case: "value", value: { contentType: "application/json", data: Buffer.from("[2]") } } };
-      return { answer: { case: "command", value: { sessionId: req.id, id: script === "no id" ? "" : "7", status: "PENDING" } } };
+      if (!req.async) yield { answer: { case: "chunk", value: { contentType: "application/json", data: Buffer.from("[2]") } } };
+      else yield { answer: { case: "command", value: { sessionId: req.id, id: script === "no id" ? "" : "7", status: "PENDING" } } };
     },
     getCommandResult: (req) => {
       if (req.cmdId === "none") return {};

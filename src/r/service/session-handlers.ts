@@ -28,6 +28,7 @@ export type SessionHandlers = Pick<
   | "assign"
   | "assignStream"
   | "eval"
+  | "evalStream"
   | "execute"
   | "interruptSession"
 >;
@@ -172,6 +173,19 @@ export function sessionHandlers(engine: REngine, limits: AssignLimits): SessionH
       }
       const data = await session.eval(script, format, undefined, ctx.signal);
       return { answer: { case: "value", value: { contentType: contentTypeOf(format), data } } };
+    },
+
+    async *evalStream(req, ctx) {
+      const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
+      const format = negotiate(req.accept);
+      const script = scriptOf(req.script);
+      if (req.async) {
+        yield { answer: { case: "command", value: commandMessage(session.submitEval(script, format)) } };
+        return;
+      }
+      const contentType = contentTypeOf(format);
+      for await (const data of session.evalStream(script, format, ctx.signal))
+        yield { answer: { case: "chunk", value: { contentType, data } } };
     },
 
     async *execute(req, ctx) {

@@ -53,10 +53,14 @@ export function encodeBody(route: Route, msg: Message): EncodedBody {
   return json(fieldJson(schema, msg, field, route));
 }
 
-/** The field a server stream's raw bytes come from: its response body, when that is one HttpBody field. */
+/**
+ * The field a server stream's raw bytes come from: its response body, when that is one HttpBody field
+ * or a oneof with one (whose other members answer as a unary call's body: a queued command).
+ */
 export function rawBodyField(route: Route): DescField | undefined {
   const rb = route.responseBody;
-  return rb !== undefined && rb.kind === "field" && isHttpBody(rb) ? rb : undefined;
+  if (rb?.kind === "oneof") return rb.fields.find(isHttpBody);
+  return rb !== undefined && isHttpBody(rb) ? rb : undefined;
 }
 
 /** The HttpBody a message holds in `field`, when it is set. */

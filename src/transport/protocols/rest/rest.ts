@@ -111,7 +111,7 @@ export function createRest(opts: RestOptions): Rest {
         case "server_streaming": {
           const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
           const output = transformInvokeImplementation(route.spec, context, interceptors)(single(input));
-          return await streamOut(route, output, context, res, call);
+          return await streamOut(route, output, context, res, call, baseUrl);
         }
         case "client_streaming": {
           const input = uploadMessages(route, req, parts, opts.maxUploadBytes);
@@ -129,9 +129,11 @@ export function createRest(opts: RestOptions): Rest {
   }
 
   /**
-   * Server streams: raw bytes when the response body is an HttpBody (downloads), newline-delimited
-   * JSON otherwise. The status is sent with the first message, so an error raised before it (not
-   * found, refused) still answers with its own status.
+   * Server streams: raw bytes when the response body is an HttpBody (downloads, evaluations), newline-
+   * delimited JSON otherwise. The status is sent with the first message, so an error raised before it
+   * (not found, refused) still answers with its own status. A raw stream of one message is answered
+   * whole, with its length; a message whose response body is not the HttpBody (an async call's
+   * command) is answered as a unary call's.
    */
   async function streamOut(
     route: Route,
@@ -139,6 +141,7 @@ export function createRest(opts: RestOptions): Rest {
     context: CallContext,
     res: ServerResponse,
     call: Call,
+    baseUrl: string,
   ): Promise<void> {
     const it = output[Symbol.asyncIterator]();
     const raw = rawBodyField(route);
@@ -154,10 +157,15 @@ export function createRest(opts: RestOptions): Rest {
     };
     try {
       if (raw) {
-        headers["content-type"] =
-          (first.done ? undefined : httpBodyIn(schema, first.value, raw))?.contentType || "application/octet-stream";
+        const body = first.done ? undefined : httpBodyIn(schema, first.value, raw);
+        if (!first.done && body === undefined && route.responseBody?.kind === "oneof") {
+          return sendAnswer(res, call, encodeUnary(route, first.value, context.responseHeader, baseUrl));
+        }
+        headers["content-type"] = body?.contentType || "application/octet-stream";
+        const second = first.done ? first : await it.next();
+        if (second.done) return sendAnswer(res, call, { status: 200, headers, body: { data: body?.data ?? "" } });
         writeHead(res, call, 200, headers);
-        for (let r = first; !r.done; r = await it.next()) {
+        for (let r: IteratorResult<Message> = first; !r.done; r = r === first ? second : await it.next()) {
           const hb = httpBodyIn(schema, r.value, raw);
           if (hb && hb.data.length > 0) await write(hb.data);
         }

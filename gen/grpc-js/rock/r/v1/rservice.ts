@@ -232,6 +232,32 @@ export interface EvalResponse {
   command?: Command | undefined;
 }
 
+/** EvalRequest's fields. */
+export interface EvalStreamRequest {
+  id: string;
+  async: boolean;
+  script?:
+    | HttpBody
+    | undefined;
+  /**
+   * Accepted media types: `application/octet-stream` first asks for R serialization, anything else
+   * for JSON.
+   */
+  accept: string;
+}
+
+export interface EvalStreamResponse {
+  /**
+   * A piece of the value, in order; each has its media type (application/json or
+   * application/octet-stream).
+   */
+  chunk?:
+    | HttpBody
+    | undefined;
+  /** The queued command, when `async` is true: the one message. */
+  command?: Command | undefined;
+}
+
 export interface ExecuteRequest {
   id: string;
   script?: HttpBody | undefined;
@@ -3194,6 +3220,214 @@ export const EvalResponse: MessageFns<EvalResponse> = {
     const message = createBaseEvalResponse();
     message.value = (object.value !== undefined && object.value !== null)
       ? HttpBody.fromPartial(object.value)
+      : undefined;
+    message.command = (object.command !== undefined && object.command !== null)
+      ? Command.fromPartial(object.command)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseEvalStreamRequest(): EvalStreamRequest {
+  return { id: "", async: false, script: undefined, accept: "" };
+}
+
+export const EvalStreamRequest: MessageFns<EvalStreamRequest> = {
+  encode(message: EvalStreamRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.async !== false) {
+      writer.uint32(16).bool(message.async);
+    }
+    if (message.script !== undefined) {
+      HttpBody.encode(message.script, writer.uint32(26).fork()).join();
+    }
+    if (message.accept !== "") {
+      writer.uint32(34).string(message.accept);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EvalStreamRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEvalStreamRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.async = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.script = HttpBody.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.accept = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EvalStreamRequest {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      async: isSet(object.async) ? globalThis.Boolean(object.async) : false,
+      script: isSet(object.script) ? HttpBody.fromJSON(object.script) : undefined,
+      accept: isSet(object.accept) ? globalThis.String(object.accept) : "",
+    };
+  },
+
+  toJSON(message: EvalStreamRequest): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.async !== false) {
+      obj.async = message.async;
+    }
+    if (message.script !== undefined) {
+      obj.script = HttpBody.toJSON(message.script);
+    }
+    if (message.accept !== "") {
+      obj.accept = message.accept;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EvalStreamRequest>, I>>(base?: I): EvalStreamRequest {
+    return EvalStreamRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EvalStreamRequest>, I>>(object: I): EvalStreamRequest {
+    const message = createBaseEvalStreamRequest();
+    message.id = object.id ?? "";
+    message.async = object.async ?? false;
+    message.script = (object.script !== undefined && object.script !== null)
+      ? HttpBody.fromPartial(object.script)
+      : undefined;
+    message.accept = object.accept ?? "";
+    return message;
+  },
+};
+
+function createBaseEvalStreamResponse(): EvalStreamResponse {
+  return { chunk: undefined, command: undefined };
+}
+
+export const EvalStreamResponse: MessageFns<EvalStreamResponse> = {
+  encode(message: EvalStreamResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.chunk !== undefined) {
+      HttpBody.encode(message.chunk, writer.uint32(10).fork()).join();
+    }
+    if (message.command !== undefined) {
+      Command.encode(message.command, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EvalStreamResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEvalStreamResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.chunk = HttpBody.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.command = Command.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EvalStreamResponse {
+    return {
+      chunk: isSet(object.chunk) ? HttpBody.fromJSON(object.chunk) : undefined,
+      command: isSet(object.command) ? Command.fromJSON(object.command) : undefined,
+    };
+  },
+
+  toJSON(message: EvalStreamResponse): unknown {
+    const obj: any = {};
+    if (message.chunk !== undefined) {
+      obj.chunk = HttpBody.toJSON(message.chunk);
+    }
+    if (message.command !== undefined) {
+      obj.command = Command.toJSON(message.command);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EvalStreamResponse>, I>>(base?: I): EvalStreamResponse {
+    return EvalStreamResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EvalStreamResponse>, I>>(object: I): EvalStreamResponse {
+    const message = createBaseEvalStreamResponse();
+    message.chunk = (object.chunk !== undefined && object.chunk !== null)
+      ? HttpBody.fromPartial(object.chunk)
       : undefined;
     message.command = (object.command !== undefined && object.command !== null)
       ? Command.fromPartial(object.command)
@@ -6781,7 +7015,7 @@ export const RServiceService = {
   },
   /**
    * Evaluates an R script; the value as JSON or as R serialization (by `accept`), or a Command when
-   * `async` is true.
+   * `async` is true, in one message. REST's `_eval` is EvalStream.
    */
   eval: {
     path: "/rock.r.v1.RService/Eval" as const,
@@ -6791,6 +7025,20 @@ export const RServiceService = {
     requestDeserialize: (value: Buffer): EvalRequest => EvalRequest.decode(value),
     responseSerialize: (value: EvalResponse): Buffer => Buffer.from(EvalResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): EvalResponse => EvalResponse.decode(value),
+  },
+  /**
+   * Evaluates an R script; the value as JSON or as R serialization (by `accept`) in chunks as R sends
+   * it (a large value is never held whole by the service), or a Command when `async` is true. REST's
+   * `_eval`: the value as the body, or the command.
+   */
+  evalStream: {
+    path: "/rock.r.v1.RService/EvalStream" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: EvalStreamRequest): Buffer => Buffer.from(EvalStreamRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EvalStreamRequest => EvalStreamRequest.decode(value),
+    responseSerialize: (value: EvalStreamResponse): Buffer => Buffer.from(EvalStreamResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EvalStreamResponse => EvalStreamResponse.decode(value),
   },
   /**
    * Evaluates an R script and streams what it prints, its messages and warnings while it runs, then
@@ -7068,9 +7316,15 @@ export interface RServiceServer extends UntypedServiceImplementation {
   assignStream: handleClientStreamingCall<AssignStreamRequest, AssignStreamResponse>;
   /**
    * Evaluates an R script; the value as JSON or as R serialization (by `accept`), or a Command when
-   * `async` is true.
+   * `async` is true, in one message. REST's `_eval` is EvalStream.
    */
   eval: handleUnaryCall<EvalRequest, EvalResponse>;
+  /**
+   * Evaluates an R script; the value as JSON or as R serialization (by `accept`) in chunks as R sends
+   * it (a large value is never held whole by the service), or a Command when `async` is true. REST's
+   * `_eval`: the value as the body, or the command.
+   */
+  evalStream: handleServerStreamingCall<EvalStreamRequest, EvalStreamResponse>;
   /**
    * Evaluates an R script and streams what it prints, its messages and warnings while it runs, then
    * its value or its error. Over REST: newline-delimited JSON, one ExecuteResponse per line.
@@ -7291,7 +7545,7 @@ export interface RServiceClient extends Client {
   ): ClientWritableStream<AssignStreamRequest>;
   /**
    * Evaluates an R script; the value as JSON or as R serialization (by `accept`), or a Command when
-   * `async` is true.
+   * `async` is true, in one message. REST's `_eval` is EvalStream.
    */
   eval(request: EvalRequest, callback: (error: ServiceError | null, response: EvalResponse) => void): ClientUnaryCall;
   eval(
@@ -7305,6 +7559,17 @@ export interface RServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: EvalResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Evaluates an R script; the value as JSON or as R serialization (by `accept`) in chunks as R sends
+   * it (a large value is never held whole by the service), or a Command when `async` is true. REST's
+   * `_eval`: the value as the body, or the command.
+   */
+  evalStream(request: EvalStreamRequest, options?: Partial<CallOptions>): ClientReadableStream<EvalStreamResponse>;
+  evalStream(
+    request: EvalStreamRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<EvalStreamResponse>;
   /**
    * Evaluates an R script and streams what it prints, its messages and warnings while it runs, then
    * its value or its error. Over REST: newline-delimited JSON, one ExecuteResponse per line.
