@@ -19,14 +19,15 @@ const SPOOL_READ_BYTES = 1024 * 1024;
 /**
  * Bytes gathered before one write: a pipe holds 64 KiB, and each write into it wakes R. Written as
  * they came (48 KiB decoded from a 64 KiB chunk of base64), Node spent twice the CPU on the pipe that
- * 256 KiB writes cost (72 against 36 ms for 80 MB read by R's unserialize).
+ * 256 KiB writes cost (72 against 36 ms for 80 MB read by R's unserialize, measured by hand; the
+ * whole assign is BENCH_ONLY=assign's).
  */
 const WRITE_BYTES = 256 * 1024;
 
 /**
  * The FIFO's name in a session's folder (its home, above the working folder the file calls reach). It
  * is made by the first streamed assign of the session and kept for the next: making it takes a
- * process (Node has no mkfifo), ~5 ms of the event loop's time per assign.
+ * process (Node has no mkfifo), ~5 ms of the event loop's time per assign (a CPU profile, by hand).
  */
 const PIPE_NAME = ".assign-pipe";
 
