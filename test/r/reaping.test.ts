@@ -81,7 +81,7 @@ describe("the end of a session's processes (as root)", function () {
       const name = "session-a";
       const group: SessionGroup = tree.session(name, { memoryBytes: 0, cpuCores: 0, processes: 0 });
       const session = startSession({});
-      group.add(session.pid!);
+      await group.add(session.pid!);
       await go(session);
       await until(() => inGroup(name).length >= 4);
       left = inGroup(name);

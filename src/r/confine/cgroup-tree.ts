@@ -9,8 +9,12 @@ export interface SessionLimits {
 }
 
 export interface SessionGroup {
-  /** Moves a process (and so what it starts later) into the group. */
-  add(pid: number): void;
+  /**
+   * Moves a process (and so what it starts later) into the group. Asynchronous: the kernel's move
+   * waits for RCU and took 9–24 ms here (BENCH_ONLY=suspend, "placing it in its cgroup"), which on the
+   * event loop stalled every call of every session, 20–35 ms at a time (by hand), at each spare's fork.
+   */
+  add(pid: number): Promise<void>;
   /** Times the kernel's OOM killer ended a process of this group (for its limit or a parent's). */
   oomKills(): number;
   /** Whether the group's memory ever reached its own limit (not a parent's). */

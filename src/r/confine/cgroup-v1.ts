@@ -1,3 +1,4 @@
+import { writeFile } from "node:fs/promises";
 /**
  * Session groups in cgroup v1: one folder per controller (memory, cpu, cpuacct, pids), each under this
  * process's own group of that hierarchy.
@@ -66,8 +67,8 @@ export class CgroupV1Tree implements CgroupTree {
     // A process joins memory's group first (`add`): none of the session's is anywhere else.
     const procs = join(dirs.memory, "cgroup.procs");
     return {
-      add(pid) {
-        for (const c of CONTROLLERS) writeFileSync(join(dirs[c], "cgroup.procs"), String(pid));
+      async add(pid) {
+        for (const c of CONTROLLERS) await writeFile(join(dirs[c], "cgroup.procs"), String(pid));
       },
       kill: () => killListed(procs),
       empty: () => listedProcesses(procs).length === 0,

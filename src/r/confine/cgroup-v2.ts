@@ -1,3 +1,4 @@
+import { writeFile } from "node:fs/promises";
 /**
  * Session groups in cgroup v2: one folder per session under the engine's, in the one hierarchy. The
  * engine's group hands the memory, cpu and pids controllers to its children; v2 lets a group do so
@@ -67,7 +68,7 @@ export class CgroupV2Tree implements CgroupTree {
     if (limits.processes > 0) writeFileSync(join(dir, "pids.max"), String(limits.processes));
     const procs = join(dir, "cgroup.procs");
     return {
-      add: (pid) => writeFileSync(procs, String(pid)),
+      add: (pid) => writeFile(procs, String(pid)),
       kill: () => {
         // cgroup.kill (Linux 5.14) ends the group in one pass, a process forking meanwhile included.
         try {

@@ -1,3 +1,4 @@
+import { writeFile } from "node:fs/promises";
 /**
  * Per-session quotas on the kernel's control groups (cgroups.ts): each isolated session's processes in a
  * group of their own with its memory (swap included), CPU and process limits, all inside the sessions'
@@ -23,7 +24,7 @@ export interface QuotaSettings {
 export interface SessionQuota {
   readonly group: SessionGroup;
   /** Places the session's first process (its R fork) and what it starts in the group. */
-  place(pid: number): void;
+  place(pid: number): Promise<void>;
   /** A memory limit that ended the session, said for its caller; undefined: not that. */
   endedBy(): string | undefined;
 }
@@ -75,11 +76,11 @@ export class SessionQuotas {
     });
     return {
       group,
-      place: (pid) => {
+      place: async (pid) => {
         try {
-          group.add(pid);
+          await group.add(pid);
           // Sessions go first when the host runs out of memory; what they start inherits it.
-          writeFileSync(`/proc/${pid}/oom_score_adj`, "1000");
+          await writeFile(`/proc/${pid}/oom_score_adj`, "1000");
         } catch (e) {
           // Killed between its fork and now: its end is noticed as any session's end is.
           if (!["ESRCH", "ENOENT"].includes((e as NodeJS.ErrnoException).code ?? "")) throw e;

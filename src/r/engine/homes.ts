@@ -110,7 +110,7 @@ export class SessionHomes {
       quota = uid === undefined ? undefined : this.options.quotas?.session(id);
       const child = await server.fork(dirs.work, dirs.tmp, uid === undefined ? undefined : this.identity(uid));
       // The fork waits for its first request: nothing of a caller's runs before it is in its group.
-      quota?.place(child.pid);
+      await quota?.place(child.pid);
       return { id, dirs, uid, child, ...(quota ? { quota } : {}) };
     } catch (error) {
       await this.suspend({ id, dirs, uid, child: undefined, ...(quota ? { quota } : {}) });
