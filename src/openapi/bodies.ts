@@ -64,7 +64,7 @@ export function answerContent(
  * message per line, and an error after the first line as a last `{"error": …}` line.
  */
 export function streamContent(route: Route, schemas: SchemaSet, answers: HandlerAnswers): Content {
-  const raw = rawStreamField(route);
+  const raw = rawBodyField(route);
   if (raw) return rawContent(answers.responseMedia?.[raw.name] ?? DEFAULT_RAW_MEDIA);
   const errorLine: Schema = { type: "object", properties: { error: ERROR_REF }, required: ["error"] };
   return {
@@ -73,9 +73,6 @@ export function streamContent(route: Route, schemas: SchemaSet, answers: Handler
     },
   };
 }
-
-/** The HttpBody `response_body` (or member of it) of a server stream that answers raw bytes. */
-export const rawStreamField: (route: Route) => DescField | undefined = rawBodyField;
 
 function fieldContent(route: Route, schemas: SchemaSet, answers: HandlerAnswers, field: DescField): Content {
   if (isHttpBody(field)) return rawContent(answers.responseMedia?.[field.name] ?? DEFAULT_RAW_MEDIA);

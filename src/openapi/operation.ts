@@ -2,7 +2,8 @@ import type { DescField } from "@bufbuild/protobuf";
 import type { Route } from "../transport/protocols/rest/route-table.js";
 import { FILE_PART } from "../transport/protocols/rest/upload-stream.js";
 import { accessRule, accessText, securityOf } from "./access.js";
-import { answerContent, rawStreamField, requestBodyOf, streamContent } from "./bodies.js";
+import { rawBodyField } from "../transport/protocols/rest/response-writer.js";
+import { answerContent, requestBodyOf, streamContent } from "./bodies.js";
 import { commentOf } from "./comments.js";
 import { errorResponses } from "./error-responses.js";
 import { handlerAnswers, type HandlerAnswers, type SuccessStatus } from "./handler-answers.js";
@@ -86,7 +87,7 @@ function successResponse(
 function kindNote(route: Route, answers: HandlerAnswers): string[] {
   switch (route.spec.kind) {
     case "server_streaming":
-      return rawStreamField(route)
+      return rawBodyField(route)
         ? ["Streams the bytes as they are read."]
         : ["Streams newline-delimited JSON while the call runs, one message per line; leaving cancels the call."];
     case "client_streaming":

@@ -1,6 +1,6 @@
 import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { HttpBody } from "../../../gen/es/google/api/httpbody_pb.js";
 import type { Command, ExecuteResponseSchema, RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
 import { callerOf, hasAnyRole } from "../../auth/caller.js";
@@ -10,7 +10,7 @@ import type { EvalEvent } from "../child.js";
 import type { REngine } from "../engine.js";
 import { contentTypeOf, negotiate } from "./negotiate.js";
 import { commandMessage, sessionMessage } from "./messages.js";
-import type { AssignSource } from "../protocol.js";
+import type { AssignSource, ValueFormat } from "../protocol.js";
 import { SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
 import type { RSession } from "../session.js";
 import type { CommandEntry } from "../commands.js";
@@ -43,6 +43,15 @@ function scriptOf(body: HttpBody | undefined): Uint8Array {
 }
 
 /** A symbol to assign: present, and without NUL (an R symbol cannot hold one; it ends a frame's field). */
+/** The session, answer format and script an evaluation names (Eval, EvalStream, Execute). */
+function evaluationOf(
+  engine: REngine,
+  ctx: HandlerContext,
+  req: { readonly id: string; readonly accept: string; readonly script?: HttpBody },
+): { session: RSession; format: ValueFormat; script: Uint8Array } {
+  return { session: sessionFor(engine, ctx, req.id, SESSION_USERS), format: negotiate(req.accept), script: scriptOf(req.script) };
+}
+
 function checkedSymbol(symbol: string): string {
   if (symbol === "") throw new Fault("invalid", "Symbol to assign is required");
   if (symbol.includes("\0")) throw new Fault("invalid", "Symbol to assign cannot hold NUL");
@@ -164,9 +173,7 @@ export function sessionHandlers(engine: REngine, limits: AssignLimits): SessionH
     },
 
     async eval(req, ctx) {
-      const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
-      const format = negotiate(req.accept);
-      const script = scriptOf(req.script);
+      const { session, format, script } = evaluationOf(engine, ctx, req);
       if (req.async) {
         const command = session.submitEval(script, format);
         return { answer: { case: "command", value: commandMessage(command) } };
@@ -176,9 +183,7 @@ export function sessionHandlers(engine: REngine, limits: AssignLimits): SessionH
     },
 
     async *evalStream(req, ctx) {
-      const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
-      const format = negotiate(req.accept);
-      const script = scriptOf(req.script);
+      const { session, format, script } = evaluationOf(engine, ctx, req);
       if (req.async) {
         yield { answer: { case: "command", value: commandMessage(session.submitEval(script, format)) } };
         return;
@@ -189,9 +194,7 @@ export function sessionHandlers(engine: REngine, limits: AssignLimits): SessionH
     },
 
     async *execute(req, ctx) {
-      const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
-      const script = scriptOf(req.script);
-      const format = negotiate(req.accept);
+      const { session, format, script } = evaluationOf(engine, ctx, req);
       // Leaving (cancel, deadline) interrupts R through the signal, and ends the channel: stop waiting
       // for its events too. Unbounded: R cannot be paused, so its events could only be dropped.
       const events = new Channel<ExecuteEvent>({ signal: ctx.signal });
