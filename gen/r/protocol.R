@@ -28,6 +28,7 @@ to_session_eval_json <- "E" # evaluate, answer JSON; body: the script (UTF-8)
 to_session_eval_rds <- "R" # evaluate, answer R serialization; body: the script (UTF-8)
 to_session_live_json <- "L" # evaluate live, answer JSON; body: the script (UTF-8)
 to_session_live_rds <- "B" # evaluate live, answer R serialization; body: the script (UTF-8)
+to_session_eval_piped <- "J" # evaluate, answer R serialization: a large value through the pipe at path (piping, then an empty value); field: path; body: the script (UTF-8)
 to_session_assign <- "A" # assign the value of the body to symbol; body: the script (UTF-8), the R serialization, or the path of the FIFO it comes through
 to_session_assign_fields <- c("source", "symbol")
 to_session_drain <- "D" # consume a SIGINT that landed after the evaluation it aimed at; not answered
@@ -40,6 +41,7 @@ from_session_output <- "O" # greeting of the output socket, which then carries p
 from_session_output_fields <- c("token", "proof")
 from_session_value <- "V" # a value: R serialization, or nothing (an assignment); body: the value
 from_session_json <- "T" # a value as JSON; field: json
+from_session_piping <- "p" # the value is being written into the value pipe (open it to read); its end comes after
 from_session_error <- "X" # the request failed; field: error
 from_session_message <- "M" # a message of a live evaluation; field: text
 from_session_warning <- "W" # a warning of a live evaluation; field: text

@@ -22,6 +22,8 @@ export type EventSink = (event: EvalEvent) => void;
  */
 export interface ValueSink {
   write(bytes: Buffer, resume: () => void): boolean;
+  /** R writes the value into the session's value pipe (value-pipe.ts): its answer is then empty. */
+  pipe?(): void;
 }
 
 export type Outcome =
@@ -276,9 +278,16 @@ export class RChild {
     };
   }
 
-  /** The value or error frame that ends a request; anything else breaks the protocol. */
+  /**
+   * The value or error frame that ends a request; anything else breaks the protocol, but the word that
+   * R writes the value into the pipe, to a request whose sink reads it.
+   */
   private answer(frame: Answer): void {
     const { type, payload } = frame;
+    if (type === FROM_SESSION.piping.letter) {
+      const sink = this.running?.value;
+      return sink?.pipe ? sink.pipe() : this.kill();
+    }
     if (this.running?.streamed) return this.finish({ ok: true, value: EMPTY });
     const json = type === FROM_SESSION.json.letter ? onlyField(payload) : undefined;
     if (json) this.finish({ ok: true, value: json });

@@ -62,7 +62,7 @@ export const FIELDS = {
   text: "text",
   /** A value as JSON text. */
   json: "bytes",
-  /** The file a session's state is saved into or restored from (src/r/session-state.R). */
+  /** The file a session's state is saved into or restored from (src/r/session-state.R), or a session's value pipe (value-pipe.ts). */
   path: "text",
 } as const satisfies Record<string, FieldKind>;
 
@@ -102,13 +102,19 @@ export const FROM_SERVER = {
 /**
  * Node -> a session, on its main socket. An evaluation's letter says how its value is answered and
  * whether it is live (messages and warnings as frames, output streamed): it has no field, so R reads
- * nothing before the script on the hot path.
+ * nothing before the script on the hot path; but evalPiped's pipe (REST's R-serialized answers).
  */
 export const TO_SESSION = {
   evalJson: { letter: "E", doc: "evaluate, answer JSON", fields: [], body: "the script (UTF-8)" },
   evalRds: { letter: "R", doc: "evaluate, answer R serialization", fields: [], body: "the script (UTF-8)" },
   liveJson: { letter: "L", doc: "evaluate live, answer JSON", fields: [], body: "the script (UTF-8)" },
   liveRds: { letter: "B", doc: "evaluate live, answer R serialization", fields: [], body: "the script (UTF-8)" },
+  evalPiped: {
+    letter: "J",
+    doc: "evaluate, answer R serialization: a large value through the pipe at path (piping, then an empty value)",
+    fields: ["path"],
+    body: "the script (UTF-8)",
+  },
   assign: {
     letter: "A",
     doc: "assign the value of the body to symbol",
@@ -138,6 +144,7 @@ export const FROM_SESSION = {
   },
   value: { letter: "V", doc: "a value: R serialization, or nothing (an assignment)", fields: [], body: "the value" },
   json: { letter: "T", doc: "a value as JSON", fields: ["json"] },
+  piping: { letter: "p", doc: "the value is being written into the value pipe (open it to read); its end comes after", fields: [] },
   error: { letter: "X", doc: "the request failed", fields: ["error"] },
   message: { letter: "M", doc: "a message of a live evaluation", fields: ["text"] },
   warning: { letter: "W", doc: "a warning of a live evaluation", fields: ["text"] },

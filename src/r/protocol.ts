@@ -75,6 +75,11 @@ export function evalFrame(script: Uint8Array, format: ValueFormat, live = false)
   return encodeFrame((live ? LIVE : EVAL)[format], script);
 }
 
+/** As evalFrame, rds: a large value is written by R into the session's value pipe at `pipe` (value-pipe.ts). */
+export function pipedEvalFrame(script: Uint8Array, pipe: string): Buffer {
+  return frameOf(TO_SESSION.evalPiped, { path: pipe }, script);
+}
+
 export function isLive(request: Buffer): boolean {
   return LIVE_BYTES.includes(request[0]!);
 }

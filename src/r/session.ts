@@ -5,7 +5,8 @@ import type { Owner } from "./confine/as-owner.js";
 import { cpuSeconds } from "./confine/processes.js";
 import type { Fault } from "../errors/fault.js";
 import { rError, sessionEnded, sessionNotSaved } from "./errors.js";
-import { assignFrame, evalFrame, saveFrame, type AssignSource, type ValueFormat } from "./protocol.js";
+import { assignFrame, evalFrame, pipedEvalFrame, saveFrame, type AssignSource, type ValueFormat } from "./protocol.js";
+import { AnswerPipe, valuePipePath } from "./value-pipe.js";
 
 /** A session's folders: `work` (its working directory), `tmp` (its tempdir()), both inside `home`. */
 export interface SessionFolders {
@@ -211,27 +212,53 @@ export class RSession implements SessionInfo {
 
   /**
    * The value of `script` in pieces as R sends them: a large one is never gathered whole (what comes
-   * in one read is one piece). R is read no faster than the pieces are taken. Rejects before the first
-   * piece as `eval` does.
+   * in one read is one piece), and a large R serialization is never made whole in R either (it comes
+   * through the session's value pipe). R is read no faster than the pieces are taken. Rejects before
+   * the first piece as `eval` does.
    */
   evalStream(script: Uint8Array, format: ValueFormat, signal?: AbortSignal): AsyncIterable<Buffer> {
     let resume: (() => void) | undefined;
-    const pieces = new Channel<Buffer>({ capacity: VALUE_PIECES, overflow: "pause", onDrain: () => resume?.(), signal });
+    const pieces: Channel<Buffer> = new Channel<Buffer>({
+      capacity: VALUE_PIECES,
+      overflow: "pause",
+      onDrain: () => {
+        resume?.();
+        answer.resume();
+      },
+      signal,
+    });
+    const answer = new AnswerPipe((bytes) => pieces.push(bytes) || pieces.closed);
     const value: ValueSink = {
       write(bytes, resumeR) {
         resume = resumeR;
         return pieces.push(bytes) || pieces.closed;
       },
+      pipe: () => answer.open(this.dirs),
     };
-    this.schedule(evalFrame(script, format), { value }, signal)
-      .then((outcome) => {
+    this.schedule(format === "rds" ? this.pipedRequest(script, answer) : evalFrame(script, format), { value }, signal)
+      .then(async (outcome) => {
         // What came whole in one read was gathered: one piece.
         const whole = this.valueOf(outcome);
         if (whole.length > 0) pieces.push(whole);
+        await answer.ended().catch((error: unknown) => {
+          throw rError(error instanceof Error ? error.message : String(error));
+        });
         pieces.close();
       })
-      .catch((error: unknown) => pieces.fail(error));
+      .catch((error: unknown) => {
+        answer.drop();
+        pieces.fail(error);
+      });
     return pieces;
+  }
+
+  /** An R-serialized answer that R may write into the session's value pipe: the job ends once R's writing did. */
+  private pipedRequest(script: Uint8Array, answer: AnswerPipe): Request {
+    return {
+      open: async (dirs) => pipedEvalFrame(script, valuePipePath(dirs)),
+      // Its failure is the answer's (evalStream).
+      close: () => answer.ended().catch(() => undefined),
+    };
   }
 
   async assign(symbol: string, source: AssignSource, signal?: AbortSignal): Promise<void> {

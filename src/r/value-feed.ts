@@ -1,81 +1,24 @@
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { close, constants, fstat, open as openFd } from "node:fs";
 import { open, rm, type FileHandle } from "node:fs/promises";
-import { promisify } from "node:util";
-import { Socket } from "node:net";
 import { join } from "node:path";
-import { runAs, type Owner } from "./confine/as-owner.js";
-
-/** Where a value's pipe and spool go: a session's home, and who owns it while the session has a process. */
-export interface FeedDirs {
-  readonly home: string;
-  readonly owner?: Owner;
-}
+import { PipeWriter } from "./pipe-writer.js";
+import { makeValuePipe, valuePipePath, type PipeDirs } from "./value-pipe.js";
 
 /** Read size when a spooled part is fed to R: a few reads for what came while R was busy. */
 const SPOOL_READ_BYTES = 1024 * 1024;
 
 /**
- * Bytes gathered before one write: a pipe holds 64 KiB, and each write into it wakes R. Written as
- * they came (48 KiB decoded from a 64 KiB chunk of base64), Node spent twice the CPU on the pipe that
- * 256 KiB writes cost (72 against 36 ms for 80 MB read by R's unserialize, measured by hand; the
- * whole assign is BENCH_ONLY=assign's).
+ * Bytes gathered before they are handed on: one message to the pipe's writing thread (pipe-writer.ts),
+ * or one write of the spool. Handed on as they came (48 KiB decoded from a 64 KiB chunk of base64),
+ * the writes cost Node twice the CPU (measured by hand with the event loop writing into the pipe, 72
+ * against 36 ms for 80 MB; the whole assign is BENCH_ONLY=assign's).
  */
 const WRITE_BYTES = 256 * 1024;
 
 /**
- * The FIFO's name in a session's folder (its home, above the working folder the file calls reach). It
- * is made by the first streamed assign of the session and kept for the next: making it takes a
- * process (Node has no mkfifo), ~5 ms of the event loop's time per assign (a CPU profile, by hand).
- */
-const PIPE_NAME = ".assign-pipe";
-
-/** Makes the FIFO R reads, as the session's uid when it has one (its folder is its own). */
-function makeFifo(path: string, owner: Owner | undefined): Promise<void> {
-  const args = ["-m", "600", "--", path];
-  if (owner) return runAs(owner, "mkfifo", args);
-  return new Promise((resolve, reject) => execFile("mkfifo", args, (error) => (error ? reject(error) : resolve())));
-}
-
-/**
- * Opens the FIFO for writing without waiting for R (Linux lets O_RDWR open a FIFO at once), as a
- * non-blocking pipe the event loop writes to. The session owns the folder and could swap the name for
- * a symlink or another file after mkfifo: the last name is not followed, and what was opened must be
- * a FIFO of the session's own uid, or nothing is written to it.
- */
-async function openFifo(path: string, owner: Owner | undefined): Promise<Socket> {
-  // A bare descriptor, not a FileHandle: the socket owns it from here (a FileHandle closes its
-  // descriptor when it is collected, under the socket).
-  const fd = await promisify(openFd)(path, constants.O_RDWR | constants.O_NONBLOCK | constants.O_NOFOLLOW);
-  try {
-    const file = await promisify(fstat)(fd);
-    if (!file.isFIFO() || file.uid !== (owner?.uid ?? process.getuid?.() ?? 0)) throw new Error("the pipe to the session was replaced");
-  } catch (error) {
-    close(fd, () => undefined);
-    throw error;
-  }
-  return new Socket({ fd, readable: false, writable: true });
-}
-
-/** Resolves once `pipe` took `bytes` or is closed (R stopped reading): at most one write waits in Node. */
-function writeTo(pipe: Socket, bytes: Uint8Array): Promise<void> | undefined {
-  if (pipe.destroyed || pipe.write(bytes)) return undefined;
-  return new Promise((resolve) => {
-    const done = (): void => {
-      pipe.off("drain", done);
-      pipe.off("close", done);
-      resolve();
-    };
-    pipe.on("drain", done);
-    pipe.on("close", done);
-  });
-}
-
-/**
  * An R serialization on its way from a request into a session, which unserializes it as it arrives
- * (issue 30): R reads a FIFO in the session's folder (`unserialize()` on a file connection) that Node
- * writes the bytes into as they are received, so neither side holds the whole body and R's work
+ * (issue 30): R reads the session's value pipe (value-pipe.ts; `unserialize()` on a file connection)
+ * that Node writes the bytes into as they are received, so neither side holds the whole body and R's work
  * overlaps the transfer. Until the session's turn comes (it runs something else, or resumes) the bytes
  * are spooled to a file beside it, which is fed to R first. Bytes go out in the order they came: every
  * operation runs after the one before. A client that stops sending closes the pipe: R's read then
@@ -90,7 +33,7 @@ export class ValueFeed {
   private gatheredBytes = 0;
   private readonly spoolName = `.assign-${randomBytes(8).toString("hex")}.spool`;
   private spool: { readonly path: string; readonly handle: FileHandle; size: number } | undefined;
-  private pipe: Socket | undefined;
+  private pipe: PipeWriter | undefined;
   /** The body is whole. */
   private ended = false;
   /** No more bytes are wanted: R answered, or the assign was given up. */
@@ -99,7 +42,7 @@ export class ValueFeed {
   private failure: Error | undefined;
 
   /** `dirs`: the session's folders as they are now, where the spool goes (its process may not run yet). */
-  constructor(private readonly dirs: () => FeedDirs) {}
+  constructor(private readonly dirs: () => PipeDirs) {}
 
   /** Takes the next bytes of the serialization; resolves when R, or the spool, took them. */
   async write(bytes: Uint8Array): Promise<void> {
@@ -110,13 +53,13 @@ export class ValueFeed {
   }
 
   private flush(): Promise<void> {
-    const bytes = this.gathered.length === 1 ? this.gathered[0]! : Buffer.concat(this.gathered);
+    const pieces = this.gathered;
     this.gathered = [];
     this.gatheredBytes = 0;
     return this.inTurn(async () => {
       if (this.closed) return;
-      if (this.pipe) return writeTo(this.pipe, bytes);
-      await this.toSpool(bytes);
+      if (this.pipe) return this.pipe.write(pieces);
+      await this.toSpool(pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces));
     });
   }
 
@@ -125,7 +68,7 @@ export class ValueFeed {
     if (this.gatheredBytes > 0) await this.flush();
     return this.inTurn(async () => {
       this.ended = true;
-      if (this.pipe) await this.endPipe(this.pipe);
+      if (this.pipe) await this.pipe.end();
     });
   }
 
@@ -133,24 +76,20 @@ export class ValueFeed {
    * The session's turn: makes the FIFO in its folder as its process owns it and gives its path, for R
    * to open. What was spooled goes first; R must be reading, so this does not wait for it.
    */
-  async open(dirs: FeedDirs): Promise<string> {
+  async open(dirs: PipeDirs): Promise<string> {
     if (this.closed) throw new Error("the value stopped coming before the session read it");
-    const path = join(dirs.home, PIPE_NAME);
-    const pipe = await openFifo(path, dirs.owner).catch(async () => {
+    const pipe = await PipeWriter.open(dirs).catch(async () => {
       // Not made yet, or the session put something else at its name: made anew.
-      await rm(path, { force: true, recursive: true });
-      await makeFifo(path, dirs.owner);
-      return openFifo(path, dirs.owner);
+      await makeValuePipe(dirs);
+      return PipeWriter.open(dirs);
     });
-    // A pipe R closed answers EPIPE to the next write: R has answered (or failed), which says why.
-    pipe.on("error", () => pipe.destroy());
     this.inTurn(async () => {
-      if (this.closed) return void pipe.destroy();
+      if (this.closed) return pipe.destroy();
       this.pipe = pipe;
       await this.feedSpool(pipe);
-      if (this.ended) await this.endPipe(pipe);
+      if (this.ended) await pipe.end();
     }).catch(() => pipe.destroy());
-    return path;
+    return valuePipePath(dirs);
   }
 
   /**
@@ -193,15 +132,15 @@ export class ValueFeed {
     spool.size += bytes.length;
   }
 
-  private async feedSpool(pipe: Socket): Promise<void> {
+  private async feedSpool(pipe: PipeWriter): Promise<void> {
     const spool = this.spool;
     if (!spool) return;
-    for (let at = 0; at < spool.size && !pipe.destroyed; ) {
+    for (let at = 0; at < spool.size && !this.closed; ) {
       const piece = Buffer.allocUnsafe(Math.min(SPOOL_READ_BYTES, spool.size - at));
       const { bytesRead } = await spool.handle.read(piece, 0, piece.length, at);
       if (bytesRead === 0) break;
       at += bytesRead;
-      await writeTo(pipe, piece.subarray(0, bytesRead));
+      await pipe.write([piece.subarray(0, bytesRead)]);
     }
     await this.dropSpool();
   }
@@ -212,11 +151,5 @@ export class ValueFeed {
     this.spool = undefined;
     await spool.handle.close().catch(() => undefined);
     await rm(spool.path, { force: true }).catch(() => undefined);
-  }
-
-  /** All written, then the pipe closed: R reads the end of the bytes (a truncated value fails there). */
-  private async endPipe(pipe: Socket): Promise<void> {
-    if (!pipe.destroyed) await new Promise<void>((resolve) => pipe.end(resolve));
-    pipe.destroy();
   }
 }

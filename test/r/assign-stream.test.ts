@@ -215,7 +215,7 @@ describe("assign: large values streamed from the socket to the session", functio
     await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
   });
 
-  it("answers a 300 MB value, R serialization or JSON, as R sends it: identical, the server's memory barely grown", async () => {
+  it("answers a 300 MB value, R serialization or JSON, as R makes it: identical, the memory of the server and of R barely grown", async () => {
     const id = await open();
     expect((await post(id, serialized, "application/octet-stream")).stdout).to.equal("200");
     const out = path.join(dir, "answer.rds");
@@ -224,11 +224,17 @@ describe("assign: large values streamed from the socket to the session", functio
         ...["-sS", "-o", file, "-w", "%{http_code}", "-u", "admin:admin", "-H", "Content-Type: application/x-rscript"],
         ...["-H", `Accept: ${accept}`, "--data-binary", script, `${rock.url}/r/session/${id}/_eval`],
       ]);
-    // The peak resident size from now on (writing 5 to clear_refs resets VmHWM).
-    fs.writeFileSync(`/proc/${rock.pid}/clear_refs`, "5");
+    // The peak resident size from now on (writing 5 to clear_refs resets VmHWM), of the server and
+    // of the session's R.
+    const rPid = Number(await evaluate(id, "Sys.getpid()"));
+    expect(fs.readFileSync(`/proc/${rPid}/cmdline`, "latin1")).to.include("worker.R");
+    for (const pid of [rock.pid, rPid]) fs.writeFileSync(`/proc/${pid}/clear_refs`, "5");
     const before = memoryOf(rock.pid).rss;
+    const rBefore = memoryOf(rPid).rss;
     expect((await answer("application/octet-stream", "x", out)).stdout).to.equal("200");
     expect(memoryOf(rock.pid).peak - before, "the server's peak growth").to.be.lessThan(64 * MIB);
+    // Serialized into the value pipe, not into a raw vector of 300 MB first.
+    expect(memoryOf(rPid).peak - rBefore, "R's peak growth").to.be.lessThan(64 * MIB);
     expect(createHash("md5").update(fs.readFileSync(out)).digest("hex")).to.equal(digest);
 
     const text = path.join(dir, "answer.json");
@@ -264,6 +270,13 @@ describe("assign: large values streamed from the socket to the session", functio
     );
     expect(cut.exitCode, "curl timed out").to.equal(28);
     expect(await evaluate(id, "length(x)")).to.equal((300 * MIB) / 8);
+
+    // The session swaps its value pipe for a file of its own: R makes it anew, and the answer is whole.
+    const swap = 'p <- file.path(dirname(getwd()), ".value-pipe"); unlink(p); writeLines("mine", p); y <- x[1:1e6]; TRUE';
+    expect(await evaluate(id, swap)).to.equal(true);
+    expect((await answer("application/octet-stream", "y", out)).stdout).to.equal("200");
+    const md5OfY = await evaluate(id, sameAsSource.replaceAll("serialize(x", "serialize(y"));
+    expect(createHash("md5").update(fs.readFileSync(out)).digest("hex")).to.equal(md5OfY);
     await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
   });
 
