@@ -4,47 +4,20 @@ import { promisify } from "node:util";
 import { Worker } from "node:worker_threads";
 import { openValuePipe, type PipeDirs } from "./value-pipe.js";
 
-/**
- * The thread that writes into a value pipe, plain JavaScript run as it is (a worker's file would have
- * to be found as .ts under tsx and as .js built, and tsx's loader does not reach a worker). Its first
- * message is the pipe's blocking descriptor, the ring its bytes are in and the stop flag; each next
- * one a span of the ring to write whole, acknowledged by its length once written (or skipped: the flag
- * is set).
- */
-const THREAD = `
-const { parentPort } = require("node:worker_threads");
-const { writeSync } = require("node:fs");
-let fd = -1;
-let ring = new Uint8Array(0);
-let stop = new Int32Array(1);
-parentPort.on("message", (m) => {
-  if (m.fd !== undefined) {
-    fd = m.fd;
-    ring = new Uint8Array(m.ring);
-    stop = new Int32Array(m.stop);
-    return;
-  }
-  let error;
-  try {
-    for (let at = m.start, end = m.start + m.length; at < end && Atomics.load(stop, 0) === 0; ) at += writeSync(fd, ring, at, end - at);
-  } catch (e) {
-    error = String(e && e.message);
-  }
-  parentPort.postMessage({ length: m.length, error });
-});
-`;
+/** The thread that writes into a value pipe (its protocol is told there). */
+const THREAD_URL = new URL("./pipe-writer-thread.js", import.meta.url);
 
 interface Written {
   readonly length: number;
   readonly error?: string;
 }
 
-/** Threads not writing for anyone: one is enough to spare a large assign a thread's start (~25 ms). */
+/** Threads not writing for anyone, kept for the next assigns: a thread's start takes ~25 ms (by hand). */
 const idle: Worker[] = [];
 const MAX_IDLE = 2;
 
 function takeThread(): Worker {
-  const thread = idle.pop() ?? new Worker(THREAD, { eval: true });
+  const thread = idle.pop() ?? new Worker(THREAD_URL);
   // An idle thread does not keep the process alive.
   thread.unref();
   return thread;
