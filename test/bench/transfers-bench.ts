@@ -5,7 +5,7 @@
  * Beside the rates: each server's CPU per GiB and this server's peak RSS during its transfers.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream } from "node:fs";
+import { createWriteStream, readFileSync } from "node:fs";
 import { link, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -47,6 +47,14 @@ interface Measured {
   readonly mbps: number;
   readonly cpuSeconds: number;
   readonly rssGrowth: number;
+  /** The machine's CPU time taken by the hypervisor (steal) during the transfer, a share of all its CPU time. */
+  readonly steal: number;
+}
+
+/** The machine's CPU time so far, all of it and the hypervisor's share (steal), in jiffies (/proc/stat). */
+function machineCpu(): { readonly total: number; readonly steal: number } {
+  const fields = readFileSync("/proc/stat", "latin1").split("\n", 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  return { total: fields.reduce((a, b) => a + b, 0), steal: fields[7] ?? 0 };
 }
 
 export async function runTransfersBench(o: TransfersBenchOptions): Promise<Section[]> {
@@ -131,13 +139,16 @@ export async function runTransfersBench(o: TransfersBenchOptions): Promise<Secti
     const baseline = rss();
     const measure = async (t: Transfer, what: "download" | "upload"): Promise<Measured> => {
       const before = await cpu(pids[t.peer]());
+      const machineBefore = machineCpu();
       const rssBefore = t.peer === "rock" ? rss() : 0;
       const sampler = t.peer === "rock" ? new PeakSampler(rss, 50) : undefined;
       const seconds = await curl(t.args, bytes, what, t.check);
       const peak = sampler?.stop() ?? 0;
       const cpuUsed = (await cpu(pids[t.peer]())) - before;
+      const machineAfter = machineCpu();
+      const steal = (machineAfter.steal - machineBefore.steal) / Math.max(1, machineAfter.total - machineBefore.total);
       await t.after();
-      return { mbps: bytes / 1e6 / seconds, cpuSeconds: cpuUsed, rssGrowth: peak - rssBefore };
+      return { mbps: bytes / 1e6 / seconds, cpuSeconds: cpuUsed, rssGrowth: peak - rssBefore, steal };
     };
     // No warm-up round: a transfer lasts a second or more, what a first call costs (loading code,
     // nginx's first request) is milliseconds; and the upload above already ran this server's path once.
@@ -233,6 +244,19 @@ export async function runTransfersBench(o: TransfersBenchOptions): Promise<Secti
     );
     s.notes.push(
       `Medians of ${rounds} rounds; each round runs the downloads (to a file, then to /dev/null), the multipart uploads and the raw uploads, each peer first in turn. MB = 10^6 bytes; rate = size / curl's time_total; the source file is in the page cache; a download is written to a file (removed after), every upload to a new file (removed after).`,
+    );
+    // What moves the rates from run to run (issue 30 asks for its cause): each round's rates side by
+    // side, and how much of the machine the hypervisor took meanwhile.
+    const peers: Peer[] = ["rock", "nginx", "node"];
+    for (const kind of ["down", "discarded", "multipart", "raw"] as const) {
+      const byRound = Array.from({ length: rounds }, (_, r) =>
+        peers.map((peer) => (got[kind].get(peer)?.[r] ? mbps(got[kind].get(peer)![r]!.mbps) : "-")).join(" / "),
+      );
+      s.notes.push(`${kind} by round, this server / nginx / bare node:http: ${byRound.join("; ")}`);
+    }
+    const steals = Object.values(got).flatMap((m) => [...m.values()].flat().map((x) => x.steal));
+    s.notes.push(
+      `CPU steal (time the hypervisor took from this VM's vCPUs) during the transfers: median ${(summarize(steals).p50 * 100).toFixed(1)}%, largest ${(Math.max(...steals) * 100).toFixed(1)}%.`,
     );
     s.notes.push(
       "nginx: Debian's nginx-light, worker_processes auto, sendfile on, tcp_nopush on, WebDAV PUT into a folder on the same file system (the body goes to a temporary file, then is renamed). bare node:http = test/bench/file-floor-server.ts: busboy to a file for multipart, the body piped to a file for PUT, 1 MiB reads to the socket, no auth, checks, staging or uid.",
