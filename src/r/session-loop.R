@@ -146,12 +146,17 @@ read_stream <- function(path) {
 # whatever was left at its name (no process to start, as Node's mkfifo would). R says it starts
 # (piping), and its open waits for Node to open the pipe for reading. The answer is then an empty
 # value, which Node takes once it read the end of the pipe. Below pipe_bytes (object.size, an
-# estimate taken in microseconds) the bytes come in the answer.
+# estimate taken in microseconds) the bytes come in the answer, as they do when the pipe cannot be
+# made (its folder full, say): the answer does not fail for the way it travels.
 pipe_bytes <- 1048576
 piped_value <- function(con, value, path) {
   if (object.size(value) < pipe_bytes) return(serialize(value, NULL))
-  unlink(path, recursive = TRUE)
-  close(fifo(path, "w+"))
+  made <- tryCatch({
+    unlink(path, recursive = TRUE)
+    close(fifo(path, "w+"))
+    TRUE
+  }, error = function(e) FALSE)
+  if (!made) return(serialize(value, NULL))
   write_frame(con, from_session_piping)
   pipe <- file(path, "wb", raw = TRUE)
   on.exit(close(pipe))

@@ -277,6 +277,12 @@ describe("assign: large values streamed from the socket to the session", functio
     expect((await answer("application/octet-stream", "y", out)).stdout).to.equal("200");
     const md5OfY = await evaluate(id, sameAsSource.replaceAll("serialize(x", "serialize(y"));
     expect(createHash("md5").update(fs.readFileSync(out)).digest("hex")).to.equal(md5OfY);
+    // A pipe R cannot make (a folder at its name, in a home it made read-only): the bytes come in the answer.
+    const block = 'p <- file.path(dirname(getwd()), ".value-pipe"); unlink(p); dir.create(p); Sys.chmod(dirname(getwd()), "500"); TRUE';
+    expect(await evaluate(id, block)).to.equal(true);
+    expect((await answer("application/octet-stream", "y", out)).stdout).to.equal("200");
+    expect(createHash("md5").update(fs.readFileSync(out)).digest("hex")).to.equal(md5OfY);
+    expect(await evaluate(id, 'Sys.chmod(dirname(getwd()), "700"); TRUE')).to.equal(true);
     await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
   });
 
