@@ -98,11 +98,6 @@ export class AnswerPipe {
     this.done.catch(() => undefined);
   }
 
-  /** R said it writes into the pipe. */
-  get opened(): boolean {
-    return this.done !== undefined;
-  }
-
   resume(): void {
     this.socket?.resume();
   }

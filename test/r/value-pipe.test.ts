@@ -5,7 +5,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { PipeWriter } from "../../src/r/pipe-writer.js";
-import { makeValuePipe, valuePipePath } from "../../src/r/value-pipe.js";
+import { AnswerPipe, makeValuePipe, valuePipePath } from "../../src/r/value-pipe.js";
 
 /** This process's descriptors open on `file` (a FIFO keeps its name in /proc/self/fd). */
 function descriptorsOn(file: string): number {
@@ -111,5 +111,82 @@ describe("PipeWriter: a value written into a session's pipe from a thread of its
       (error: Error) => expect(error.message).to.equal("the pipe to the session was replaced"),
     );
     expect(await until(() => descriptorsOn(fifo) === 0, 5000), "the file opened is closed again").to.equal(true);
+  });
+});
+
+/** The reader of a large answer R writes into the value pipe, with real processes writing it as R does. */
+describe("AnswerPipe: a large answer read from a session's pipe as R writes it", function () {
+  this.timeout(30_000);
+  let home: string;
+  let fifo: string;
+  const children: ChildProcess[] = [];
+
+  beforeEach(async () => {
+    home = fs.mkdtempSync(path.join(os.tmpdir(), "rock-answer-"));
+    await makeValuePipe({ home });
+    fifo = valuePipePath({ home });
+  });
+  afterEach(() => {
+    for (const child of children.splice(0)) child.kill("SIGKILL");
+    fs.rmSync(home, { recursive: true, force: true });
+  });
+
+  /** A writer as R is: it opens the pipe for writing (waiting for the reader), writes `file`, closes it. */
+  const writer = (file: string) => {
+    const child = spawn("sh", ["-c", `cat "${file}" > "${fifo}"`]);
+    children.push(child);
+    return child;
+  };
+
+  it("hands the bytes on in order and ends with the writer; a full taker pauses the reading", async () => {
+    const bytes = randomBytes(8 * 1024 * 1024);
+    const source = path.join(home, "source");
+    fs.writeFileSync(source, bytes);
+    const taken: Buffer[] = [];
+    let paused = 0;
+    const answer = new AnswerPipe((piece) => {
+      taken.push(piece);
+      // Full every 16 pieces, then taking again a moment later.
+      if (taken.length % 16 !== 0) return true;
+      paused++;
+      setTimeout(() => answer.resume(), 5);
+      return false;
+    });
+    const child = writer(source);
+    answer.open({ home });
+    await answer.ended();
+    expect(await exited(child)).to.equal(0);
+    expect(Buffer.concat(taken).equals(bytes)).to.equal(true);
+    expect(paused, "the taker was full at times").to.be.greaterThan(0);
+  });
+
+  it("given up, reads the rest and drops it, so the writer is not left blocked", async () => {
+    const source = path.join(home, "source");
+    fs.writeFileSync(source, randomBytes(8 * 1024 * 1024));
+    let taken = 0;
+    // Full at once and never resumed: without drop() the writer would wait forever.
+    const answer = new AnswerPipe((piece) => {
+      taken += piece.length;
+      return false;
+    });
+    const child = writer(source);
+    answer.open({ home });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(child.exitCode, "the writer is blocked on the full pipe").to.equal(null);
+    answer.drop();
+    await answer.ended();
+    expect(await exited(child)).to.equal(0);
+    expect(taken).to.be.lessThan(8 * 1024 * 1024);
+  });
+
+  it("fails when what is at the pipe's name is not the session's FIFO, saying so", async () => {
+    fs.rmSync(fifo);
+    fs.writeFileSync(fifo, "a file");
+    const answer = new AnswerPipe(() => true);
+    answer.open({ home });
+    await answer.ended().then(
+      () => expect.fail("a file was read as the pipe"),
+      (error: Error) => expect(error.message).to.equal("the session's value pipe could not be read (the pipe to the session was replaced)"),
+    );
   });
 });
