@@ -110,8 +110,7 @@ export class PipeWriter {
         const room = Math.min(RING_BYTES - this.inFlight - span, RING_BYTES - this.head, bytes.length - at);
         if (room === 0) {
           post();
-          if (this.inFlight === RING_BYTES) await this.written1();
-          start = this.head;
+          if (this.inFlight === RING_BYTES) await this.someWritten();
           continue;
         }
         this.ring.set(bytes.subarray(at, at + room), this.head);
@@ -126,7 +125,7 @@ export class PipeWriter {
 
   /** Everything written, then the pipe closed: R reads the end of the bytes (a truncated value fails there). */
   async end(): Promise<void> {
-    while (this.inFlight > 0 && !this.closed) await this.written1();
+    while (this.inFlight > 0 && !this.closed) await this.someWritten();
     this.destroy();
   }
 
@@ -148,7 +147,7 @@ export class PipeWriter {
   }
 
   /** Resolves once the thread wrote some bytes. */
-  private written1(): Promise<void> {
+  private someWritten(): Promise<void> {
     return new Promise((resolve) => this.whenWritten.push(resolve));
   }
 

@@ -1,9 +1,9 @@
-import { writeFile } from "node:fs/promises";
 /**
  * Session groups in cgroup v1: one folder per controller (memory, cpu, cpuacct, pids), each under this
  * process's own group of that hierarchy.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   cgroupMounts,

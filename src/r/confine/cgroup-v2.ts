@@ -1,4 +1,3 @@
-import { writeFile } from "node:fs/promises";
 /**
  * Session groups in cgroup v2: one folder per session under the engine's, in the one hierarchy. The
  * engine's group hands the memory, cpu and pids controllers to its children; v2 lets a group do so
@@ -6,6 +5,7 @@ import { writeFile } from "node:fs/promises";
  * service, and what started it in the same group) move into a leaf `rock-service` first.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { cgroupMounts, errorCode, killListed, listedProcesses, removeAll, removeChildren, trySet, workingSet } from "./cgroup-files.js";
 import type { CgroupsUnavailable, CgroupTree, SessionGroup, SessionLimits } from "./cgroup-tree.js";

@@ -1,4 +1,3 @@
-import { writeFile } from "node:fs/promises";
 /**
  * Per-session quotas on the kernel's control groups (cgroups.ts): each isolated session's processes in a
  * group of their own with its memory (swap included), CPU and process limits, all inside the sessions'
@@ -6,6 +5,7 @@ import { writeFile } from "node:fs/promises";
  * be made, the rlimits of the fork stay the only bounds, which the service says once at start.
  */
 import { writeFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { type CgroupTree, openCgroupTree, type SessionGroup } from "./cgroups.js";
 
 export interface QuotaSettings {

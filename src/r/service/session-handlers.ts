@@ -42,7 +42,6 @@ function scriptOf(body: HttpBody | undefined): Uint8Array {
   return requiredScript(body?.data ?? EMPTY);
 }
 
-/** A symbol to assign: present, and without NUL (an R symbol cannot hold one; it ends a frame's field). */
 /** The session, answer format and script an evaluation names (Eval, EvalStream, Execute). */
 function evaluationOf(
   engine: REngine,
@@ -52,6 +51,7 @@ function evaluationOf(
   return { session: sessionFor(engine, ctx, req.id, SESSION_USERS), format: negotiate(req.accept), script: scriptOf(req.script) };
 }
 
+/** A symbol to assign: present, and without NUL (an R symbol cannot hold one; it ends a frame's field). */
 function checkedSymbol(symbol: string): string {
   if (symbol === "") throw new Fault("invalid", "Symbol to assign is required");
   if (symbol.includes("\0")) throw new Fault("invalid", "Symbol to assign cannot hold NUL");
