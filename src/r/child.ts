@@ -46,6 +46,8 @@ interface Running {
   readonly value: ValueSink | undefined;
   /** Its value went to `value`. */
   streamed: boolean;
+  /** R said it writes the value into the value pipe (once per request). */
+  piped: boolean;
   readonly resolve: (outcome: Outcome) => void;
   /** Frames of the main socket not released yet: each waits for its marker on the output stream. */
   readonly frames: Answer[];
@@ -124,6 +126,7 @@ export class RChild {
         sink,
         value: live ? undefined : value,
         streamed: false,
+        piped: false,
         resolve,
         frames: [],
         output: [],
@@ -285,8 +288,10 @@ export class RChild {
   private answer(frame: Answer): void {
     const { type, payload } = frame;
     if (type === FROM_SESSION.piping.letter) {
-      const sink = this.running?.value;
-      return sink?.pipe ? sink.pipe() : this.kill();
+      const running = this.running;
+      if (!running?.value?.pipe || running.piped) return this.kill();
+      running.piped = true;
+      return running.value.pipe();
     }
     if (this.running?.streamed) return this.finish({ ok: true, value: EMPTY });
     const json = type === FROM_SESSION.json.letter ? onlyField(payload) : undefined;

@@ -227,11 +227,13 @@ export class RSession implements SessionInfo {
       },
       signal,
     });
-    const answer = new AnswerPipe((bytes) => pieces.push(bytes) || pieces.closed);
+    // A closed channel takes and drops: R is read to its end.
+    const take = (bytes: Buffer): boolean => pieces.push(bytes) || pieces.closed;
+    const answer = new AnswerPipe(take);
     const value: ValueSink = {
       write(bytes, resumeR) {
         resume = resumeR;
-        return pieces.push(bytes) || pieces.closed;
+        return take(bytes);
       },
       pipe: () => answer.open(this.dirs),
     };
@@ -257,7 +259,10 @@ export class RSession implements SessionInfo {
     return {
       open: async (dirs) => pipedEvalFrame(script, valuePipePath(dirs)),
       // Its failure is the answer's (evalStream).
-      close: () => answer.ended().catch(() => undefined),
+      close: () => {
+        answer.answer();
+        return answer.ended().catch(() => undefined);
+      },
     };
   }
 

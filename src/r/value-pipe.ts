@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { close, constants, fstat, open as openFd } from "node:fs";
+import { close, closeSync, constants, fstat, open as openFd, openSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { Socket } from "node:net";
 import { join } from "node:path";
@@ -65,9 +65,13 @@ export async function openValuePipe(dirs: PipeDirs, way: "write" | "read"): Prom
  */
 export class AnswerPipe {
   private socket: Socket | undefined;
+  /** The descriptor the socket reads. */
+  private fd = -1;
   private done: Promise<void> | undefined;
   /** The bytes are not wanted any more: the rest is read and dropped, so R's writes end. */
   private dropping = false;
+  /** R answered: whatever wrote into the pipe has closed it. */
+  private answered = false;
 
   /** `take` answers false when it is full: nothing more is read until `resume`. */
   constructor(private readonly take: (bytes: Buffer) => boolean) {}
@@ -79,7 +83,9 @@ export class AnswerPipe {
         new Promise<void>((resolve, reject) => {
           const socket = new Socket({ fd, readable: true, writable: false });
           this.socket = socket;
+          this.fd = fd;
           if (this.dropping) socket.resume();
+          if (this.answered) this.markEnd();
           socket.on("data", (bytes: Buffer) => {
             if (!this.dropping && !this.take(bytes)) socket.pause();
           });
@@ -106,6 +112,27 @@ export class AnswerPipe {
   drop(): void {
     this.dropping = true;
     this.socket?.resume();
+  }
+
+  /**
+   * R answered (or its process ended), so its writer is closed. A pipe's reader sees its end only once
+   * a writer came and went: a writer opened and closed here marks it, so the read ends when the pipe is
+   * empty even when no writer ever came (R code that wrote the piping frame itself), and the
+   * descriptor does not outlive the answer.
+   */
+  answer(): void {
+    this.answered = true;
+    if (this.socket) this.markEnd();
+  }
+
+  private markEnd(): void {
+    // Synchronously after the check: the descriptor's number cannot be another file's meanwhile.
+    if (this.socket?.destroyed !== false) return;
+    try {
+      closeSync(openSync(`/proc/self/fd/${this.fd}`, constants.O_WRONLY | constants.O_NONBLOCK));
+    } catch {
+      // Closed meanwhile: its end was read.
+    }
   }
 
   /** Resolves once R's writing ended (the end of the pipe read); rejects when the pipe could not be read. */

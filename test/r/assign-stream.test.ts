@@ -286,6 +286,37 @@ describe("assign: large values streamed from the socket to the session", functio
     await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
   });
 
+  it("ends an answer whose R code said it pipes without piping, and ends a session that says so twice", async () => {
+    const id = await open();
+    const rds = (script: string) =>
+      rest(rock.url, "POST", `/r/session/${id}/_eval`, {
+        ...admin,
+        headers: { "content-type": "application/x-rscript", accept: "application/octet-stream" },
+        body: script,
+      });
+    // A large answer first: the session's value pipe is made.
+    expect((await rds("runif(2e5)")).status).to.equal(200);
+    // R code writes the piping frame on its own main socket, then answers a small value.
+    const piping =
+      'm <- NULL; for (i in getAllConnections()) { s <- summary(getConnection(i)); if (s$class == "sockconn" && s$mode == "r+b") m <- getConnection(i) }; writeBin(as.raw(c(0x70, 0, 0, 0, 0)), m)';
+    const once = await rds(`${piping}; 42L`);
+    expect(once.status).to.equal(200);
+    expect(once.bytes.equals((await rds("42L")).bytes), "the value as R serializes it").to.equal(true);
+    // No descriptor of the pipe is left open in the server.
+    const pipes = () =>
+      fs.readdirSync(`/proc/${rock.pid}/fd`).filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/${rock.pid}/fd/${fd}`).endsWith(".value-pipe");
+        } catch {
+          return false;
+        }
+      });
+    expect(pipes()).to.deep.equal([]);
+    // Twice in one request breaks the protocol: the session is ended, not trusted.
+    expect((await rds(`${piping}; ${piping}; 1`)).status).to.not.equal(200);
+    expect((await rest(rock.url, "GET", `/r/session/${id}`, admin)).status).to.equal(404);
+  });
+
   it("answers 400 naming the offset of a byte that is not base64, 413 past limits.maxAssignBytes", async () => {
     const id = await open();
     const bad = path.join(dir, "bad.b64");
