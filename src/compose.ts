@@ -22,7 +22,7 @@ import { REngine } from "./r/engine.js";
 import { PackageManager } from "./r/packages/index.js";
 import { drainPolicy } from "./server/drain-policy.js";
 import { createRServiceHandlers } from "./r/service/handlers.js";
-import { startServer } from "./server/app.js";
+import { startServer, type RunningServer } from "./server/app.js";
 import { drainGate } from "./interceptors/drain-gate.js";
 import { ServiceLifecycle } from "./server/lifecycle.js";
 import { accessLog } from "./server/access-log.js";
@@ -42,6 +42,12 @@ import { taggedSessionId } from "./cluster/session-ids.js";
 import { registrationLog } from "./server/registration-log.js";
 import { clientAddressOf } from "./server/client-address.js";
 import { lockDataFolder } from "./server/data-lock.js";
+import { warmUp } from "./server/warm-up.js";
+import type { CallRecord } from "./interceptors/call-observer.js";
+import { randomUUID } from "node:crypto";
+
+/** The most the warm-up may take (~1 s for its 1,000 default calls here): it never holds the start longer. */
+const WARM_UP_TIMEOUT_MS = 30_000;
 
 export interface Rock {
   readonly port: number;
@@ -100,6 +106,8 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     if (quotas) cleanups.push(() => quotas.close());
     let metrics: ServiceMetrics | undefined;
     const logEngine = engineLog(logger);
+    // The warm-up's session and calls are the process's own: neither logged nor counted.
+    const warmer = warmUpCaller();
     const engine = new REngine({
       config: config.r,
       dataDir: config.dataDir,
@@ -111,6 +119,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       ...sessionView(config, isolation.isolated, logger),
       ...(config.packages.library ? { library: config.packages.library } : {}),
       onEvent: (event) => {
+        if ("user" in event && event.user === warmer) return;
         logEngine(event);
         metrics?.recordEngine(event);
       },
@@ -124,7 +133,9 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
         ...(quotas ? { sessionsUsage: () => ({ memoryBytes: quotas.memoryBytes(), cpuSeconds: quotas.cpuSeconds() }) } : {}),
       });
     }
-    const callSinks = [...(config.log.level === "silent" ? [] : [accessLog(logger)]), ...(metrics ? [metrics.recordCall] : [])];
+    const callSinks = [...(config.log.level === "silent" ? [] : [accessLog(logger)]), ...(metrics ? [metrics.recordCall] : [])].map(
+      (sink) => (record: CallRecord) => (record.user === warmer ? undefined : sink(record)),
+    );
     // Rock unregisters once R stopped: the cleanups run in reverse, so this one after the engine's.
     let opal: OpalRegistration | undefined;
     cleanups.push(() => opal?.stop());
@@ -151,6 +162,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       cleanups.push(() => catalog.close());
       networkHandlers = createNetworkServiceHandlers(catalog);
     }
+    let ready = false;
     const lifecycle = new ServiceLifecycle({ drainMs: config.server.drainSeconds * 1000, busy: () => engine.busy });
     protectDataFolder(config.dataDir, [sessionsDir, ...(config.packages.library ? [config.packages.library] : [])]);
 
@@ -175,6 +187,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
             maxAssignBytes: config.limits.maxAssignBytes,
             maxBodyBytes: config.limits.maxBodyBytes,
             packages,
+            ready: () => ready,
           }),
           restStyleOf(RService),
         ),
@@ -207,6 +220,9 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     // Without R the catalogue still serves; /_check then answers 500 until R runs.
     // A failed start is logged by the engine's event.
     await engine.boot().catch(() => undefined);
+    if (config.server.warmUpCalls > 0 && engine.running) await warmUpService(config, users, server, warmer, logger);
+    ready = true;
+    // Opal places sessions on the node once it is registered: once it is ready.
     opal = opalRegistration(config, logger, metrics);
     opal?.start();
     const close = async () => {
@@ -217,6 +233,32 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
   } catch (e) {
     await cleanup();
     throw e;
+  }
+}
+
+/** A name no user has (user names come from the configuration): the warm-up's calls are told apart by it. */
+function warmUpCaller(): string {
+  return `warm-up ${randomUUID()}`;
+}
+
+/**
+ * The service's own first calls (src/server/warm-up.ts), as a caller that exists only meanwhile. A
+ * warm-up that fails is said and the service starts anyway: it would only have made calls faster.
+ */
+async function warmUpService(config: Config, users: UserDirectory, server: RunningServer, name: string, logger: Logger): Promise<void> {
+  const grant = users.grant(name, ["user"]);
+  try {
+    const outcome = await warmUp({
+      calls: config.server.warmUpCalls,
+      openDoor: (socketPath) => server.openLocal(socketPath),
+      credentials: grant,
+      timeoutMs: WARM_UP_TIMEOUT_MS,
+    });
+    logger.info("warmed up", { calls: outcome.calls, ms: outcome.ms });
+  } catch (e) {
+    logger.warn("warm-up failed; serving anyway, the first calls slower", { error: (e as Error).message });
+  } finally {
+    grant.revoke();
   }
 }
 

@@ -19,6 +19,8 @@ const CACHE_MAX = 10_000;
 export class UserDirectory {
   private readonly users: Map<string, UserConfig>;
   private readonly verified = new Map<string, { caller: Caller; until: number }>();
+  /** Credentials this process made for its own calls (grant()), by cache key, until revoked. */
+  private readonly granted = new Map<string, Caller>();
   /** Checks under way by cache key: a burst of requests with the same new credentials pays for one. */
   private readonly checking = new Map<string, Promise<Caller | undefined>>();
   /**
@@ -56,7 +58,9 @@ export class UserDirectory {
   async authenticate(name: string, password: string, clientAddress?: string): Promise<Caller | undefined> {
     const client = clientKey(clientAddress);
     this.throttle.check(client);
-    const key = hash("sha256", `${this.keyPrefix}${name}\u0000${password}`, "base64");
+    const key = this.keyOf(name, password);
+    const own = this.granted.get(key);
+    if (own) return own;
     const hit = this.verified.get(key);
     if (hit && hit.until > Date.now()) return hit.caller;
     let check = this.checking.get(key);
@@ -73,8 +77,24 @@ export class UserDirectory {
     return caller;
   }
 
+  /**
+   * Credentials for the process's own calls through its own port (the warm-up): a random password of
+   * 256 bits that is never stored, logged or hashed slowly, valid until `revoke()`. `name` should be
+   * one no configured user has; a user of that name keeps their own password.
+   */
+  grant(name: string, roles: readonly string[]): { readonly name: string; readonly password: string; revoke(): void } {
+    const password = randomBytes(32).toString("base64url");
+    const key = this.keyOf(name, password);
+    this.granted.set(key, { name, roles: new Set(roles) });
+    return { name, password, revoke: () => void this.granted.delete(key) };
+  }
+
   close(): Promise<void> {
     return this.pool.close();
+  }
+
+  private keyOf(name: string, password: string): string {
+    return hash("sha256", `${this.keyPrefix}${name}\u0000${password}`, "base64");
   }
 
   private async check(name: string, password: string, key: string): Promise<Caller | undefined> {

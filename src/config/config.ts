@@ -84,6 +84,11 @@ export interface ServerConfig {
    */
   readonly unaryFastPath: boolean;
   /**
+   * Evaluations the service makes through its own code paths at start (src/server/warm-up.ts), before
+   * /_check says ready; 0: none.
+   */
+  readonly warmUpCalls: number;
+  /**
    * Proxies (CIDR) whose X-Forwarded-For names the client (a load balancer): failed logins and
    * auth.openNetworks then count the client, not the proxy. Empty: the socket's address, always.
    */

@@ -352,6 +352,12 @@ export const SETTINGS = {
       meaning:
         "unary gRPC, gRPC-Web and Connect calls on this server's unary fast path ([gRPC, gRPC-Web and Connect](protocols.md#grpc-grpc-web-and-connect)); false: every RPC through Connect-ES",
     }),
+    warmUpCalls: new Setting(integer(0, 100_000), {
+      env: "ROCK_WARM_UP_CALLS",
+      default: 1000,
+      meaning:
+        "evaluations the service makes in a session of its own at start, before `/_check` says ready, so that the first clients' calls are as fast as later ones ([Stopping and starting](operations.md#stopping-and-starting)); 0: none",
+    }),
     trustedProxies: new Setting(networks, {
       env: "ROCK_TRUSTED_PROXIES",
       default: [],

@@ -8,6 +8,18 @@ import type { TlsCredentials } from "./tls.js";
 
 export interface OnePortServer {
   readonly port: number;
+  /**
+   * The same service on a Unix socket at `socketPath` too, cleartext whatever the port speaks, until
+   * the door is closed: for the process's own calls (the warm-up), which then take the port's code
+   * paths without a TLS client or an address to reach. `socketPath` must lie in a folder only this
+   * process's user may enter.
+   */
+  openLocal(socketPath: string): Promise<LocalDoor>;
+  close(): Promise<void>;
+}
+
+export interface LocalDoor {
+  /** Stops taking connections and ends those it took; the socket file is removed. */
   close(): Promise<void>;
 }
 
@@ -72,21 +84,26 @@ export async function listenOnePort(listener: RequestHandler, opts: ListenOption
   const sessions = new Set<http2.ServerHttp2Session>();
   const front = opts.tls ? secureFront(listener, limits, sessions, opts.tls) : cleartextFront(listener, limits, sessions);
   const sockets = new Set<net.Socket>();
-
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
-    socket.setNoDelay(true);
-    sniff(socket, limits, (opening) => front.accept(opening, socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port, opts.host, () => resolve());
-  });
+  const server = net.createServer(connectionsTo(front, limits, sockets));
+  await listen(server, { port: opts.port, host: opts.host });
   const address = server.address() as net.AddressInfo;
 
   return {
     port: address.port,
+    async openLocal(socketPath) {
+      const local = cleartextFront(listener, limits, sessions);
+      const taken = new Set<net.Socket>();
+      const door = net.createServer(connectionsTo(local, limits, taken));
+      await listen(door, { path: socketPath });
+      return {
+        async close() {
+          const closed = new Promise<void>((resolve) => door.close(() => resolve()));
+          for (const s of taken) s.destroy();
+          await closed;
+          local.http1.close();
+        },
+      };
+    },
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const s of sessions) s.close();
@@ -101,6 +118,26 @@ export async function listenOnePort(listener: RequestHandler, opts: ListenOption
       front.http1.close(); // stops the header-time checker
     },
   };
+}
+
+/** Hands each connection to `front` once its first bytes tell how it opens; `sockets` holds the open ones. */
+function connectionsTo(front: Front, limits: ConnectionLimits, sockets: Set<net.Socket>): (socket: net.Socket) => void {
+  return (socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.setNoDelay(true);
+    sniff(socket, limits, (opening) => front.accept(opening, socket));
+  };
+}
+
+function listen(server: net.Server, where: net.ListenOptions): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(where, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
 }
 
 function cleartextFront(listener: RequestHandler, limits: ConnectionLimits, sessions: Set<http2.ServerHttp2Session>): Front {

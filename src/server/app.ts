@@ -21,7 +21,7 @@ import { metricsResource } from "./metrics-handler.js";
 import { registerService, routeMethods, type RegisteredService } from "../transport/service-registry.js";
 import { createHealth, Health } from "./health.js";
 import type { ServingState } from "./lifecycle.js";
-import { listenOnePort, type ConnectionLimits, type OnePortServer } from "../listener/listener.js";
+import { listenOnePort, type ConnectionLimits, type LocalDoor, type OnePortServer } from "../listener/listener.js";
 import type { Logger } from "./logger.js";
 import { createReflection, ReflectionV1, ReflectionV1Alpha } from "./reflection.js";
 import type { TlsCredentials } from "../listener/tls.js";
@@ -55,6 +55,8 @@ export type Timeouts = Pick<
 
 export interface RunningServer {
   readonly port: number;
+  /** The same service on a Unix socket too (OnePortServer.openLocal): the warm-up's way in. */
+  openLocal(socketPath: string): Promise<LocalDoor>;
   close(): Promise<void>;
 }
 
@@ -134,6 +136,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   });
   return {
     port: server.port,
+    openLocal: (socketPath) => server.openLocal(socketPath),
     async close() {
       shutdown.abort();
       await server.close();

@@ -3,7 +3,7 @@
  * figure beside a reference measured in the same run.
  *
  *   BENCH_QUICK=1         small counts, 100 MB files (smoke run)
- *   BENCH_ONLY=r|throughput|grpc|networks|observe|cluster|quotas|peers|transfers|suspend|assign one part only
+ *   BENCH_ONLY=r|throughput|grpc|networks|observe|cluster|quotas|peers|transfers|suspend|assign|first one part only
  *                         (throughput: 1 and 4 clients against the design's floor; observe: what
  *                         logging and metrics cost a call; cluster: nodes behind HAProxy; quotas: what a
  *                         cgroup and a minimal root per session cost; peers: Rserve, plumber and OpenCPU
@@ -11,7 +11,9 @@
  *                         suspend: suspended sessions against R's saveRDS/readRDS, their memory, and
  *                         creation and evals against the code before them; assign: a large
  *                         data.frame assigned as rockr sends it and answered as R serialization,
- *                         against Node's decode plus R's unserialize, and R's serialize plus a transfer)
+ *                         against Node's decode plus R's unserialize, and R's serialize plus a transfer;
+ *                         first: one client's first calls after a start and after an idle pause,
+ *                         against the same server warm)
  */
 import os from "node:os";
 import { cleanupAll } from "./cleanup.js";
@@ -24,6 +26,7 @@ import { runQuotasBench } from "./quotas-bench.js";
 import { runRBench } from "./r-bench.js";
 import { runSuspendBench } from "./suspend-bench.js";
 import { runAssignBench } from "./assign-bench.js";
+import { runFirstCallsBench } from "./first-calls-bench.js";
 import { runThroughputBench } from "./throughput-bench.js";
 import { runTransfersBench } from "./transfers-bench.js";
 import { render, type Section } from "./report.js";
@@ -31,7 +34,7 @@ import { rWorkerCount } from "./server-process.js";
 
 const quick = ["1", "true", "yes"].includes((process.env.BENCH_QUICK ?? "").toLowerCase());
 const only = process.env.BENCH_ONLY ?? "";
-const parts = ["r", "throughput", "grpc", "networks", "observe", "cluster", "quotas", "transfers", "peers", "suspend", "assign"];
+const parts = ["r", "throughput", "grpc", "networks", "observe", "cluster", "quotas", "transfers", "peers", "suspend", "assign", "first"];
 if (only !== "" && !parts.includes(only)) {
   console.error(`BENCH_ONLY must be one of ${parts.join(", ")}, not ${JSON.stringify(only)}`);
   process.exit(2);
@@ -77,6 +80,7 @@ try {
   if (only === "" || only === "transfers") show(await runTransfersBench({ quick, log }));
   if (only === "" || only === "suspend") show(await runSuspendBench({ quick, log }));
   if (only === "" || only === "assign") show(await runAssignBench({ quick, log }));
+  if (only === "" || only === "first") show(await runFirstCallsBench({ quick, log }));
 } catch (e) {
   failed = true;
   if (!interrupted) console.error(e);

@@ -94,6 +94,7 @@ export async function startRig(
     maxAssignBytes: 1 << 30,
     maxBodyBytes: 1 << 26,
     packages,
+    ready: () => true,
   });
   const close = async (): Promise<void> => {
     await engine.close();

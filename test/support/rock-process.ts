@@ -94,6 +94,8 @@ export async function spawnRock(
       ROCK_R_LOCK_DIR: testLockDir(),
       // Tests read the log as it is written: each line at once (test/server/logging.test.ts tests lines written together).
       ROCK_LOG_FLUSH_MS: "0",
+      // Most tests call at once: no warm-up unless a test asks for one.
+      ROCK_WARM_UP_CALLS: "0",
       ...own,
     },
   });

@@ -60,7 +60,8 @@ export function testConfig(dataDir: string, patch: Omit<ConfigPatch, "logger"> =
     limits: { ...base.limits, ...patch.limits },
     // Tests log in wrongly on purpose from one address: only tests about the throttle ask for it.
     auth: { ...base.auth, maxFailures: 0, ...patch.auth },
-    server: { ...base.server, ...patch.server },
+    // Most tests call at once: no warm-up unless a test asks for one.
+    server: { ...base.server, warmUpCalls: 0, ...patch.server },
     metrics: { ...base.metrics, ...patch.metrics },
   };
 }

@@ -18,13 +18,15 @@ export interface RServiceDeps {
   /** limits.maxBodyBytes: an assign's script, held whole. */
   readonly maxBodyBytes: number;
   readonly packages: PackageOperations;
+  /** False while the service warms up (src/server/warm-up.ts): /_check answers 500 until then. */
+  readonly ready: () => boolean;
 }
 
 /** RService over the R engine and the package manager; a handler left out fails to type-check. */
 export function createRServiceHandlers(deps: RServiceDeps): ServiceImpl<typeof RService> {
-  const { engine, node, r, maxUploadBytes, maxAssignBytes, maxBodyBytes, packages } = deps;
+  const { engine, node, r, maxUploadBytes, maxAssignBytes, maxBodyBytes, packages, ready } = deps;
   return {
-    ...serverHandlers(engine, node, r),
+    ...serverHandlers(engine, node, r, ready),
     ...sessionHandlers(engine, { maxBytes: maxAssignBytes, maxScriptBytes: maxBodyBytes }),
     ...commandHandlers(engine, r.commandWaitSeconds * 1000),
     ...fileHandlers(engine, maxUploadBytes),

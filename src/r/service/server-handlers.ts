@@ -14,7 +14,8 @@ export type ServerHandlers = Pick<
 const DEFAULT_LOG_LINES = 1000;
 const SERVICE_TYPE = "rock";
 
-export function serverHandlers(engine: REngine, node: NodeConfig, r: RConfig): ServerHandlers {
+/** `ready`: false while the service warms up, which /_check reports as not ready yet. */
+export function serverHandlers(engine: REngine, node: NodeConfig, r: RConfig, ready: () => boolean): ServerHandlers {
   const status = async (): Promise<MessageInitShape<typeof ServerStatusSchema>> => {
     const s = await engine.status();
     return {
@@ -42,6 +43,7 @@ export function serverHandlers(engine: REngine, node: NodeConfig, r: RConfig): S
     },
 
     async check() {
+      if (!ready()) throw new Fault("internal", "R server is warming up");
       if (!(await engine.check())) throw new Fault("internal", "R server is not functional");
       return {};
     },

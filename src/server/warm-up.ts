@@ -1,0 +1,94 @@
+import http from "node:http";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { LocalDoor } from "../listener/listener.js";
+
+export interface WarmUpOptions {
+  /** How many evaluations to make (server.warmUpCalls). */
+  readonly calls: number;
+  /** Opens the service on a Unix socket at the path given (OnePortServer.openLocal). */
+  readonly openDoor: (socketPath: string) => Promise<LocalDoor>;
+  /** Who calls: credentials the process made for it (UserDirectory.grant), with the role `user`. */
+  readonly credentials: { readonly name: string; readonly password: string };
+  /** Past it the warm-up gives up: it makes the first calls faster, it must never hold the start. */
+  readonly timeoutMs: number;
+}
+
+export interface WarmUpOutcome {
+  readonly calls: number;
+  readonly ms: number;
+}
+
+/**
+ * The service's first calls, made by itself before /_check says it is ready. A new process's first
+ * calls run its JavaScript in V8's interpreter: the first 20 evaluations of a fresh server took 2.3–3.1×
+ * as long as warm ones (`BENCH_ONLY=first`). These calls take the paths clients take (HTTP/1.1, the
+ * REST edge, the interceptors, a session's frames to R and back): a session is opened, evaluated in
+ * (REST with JSON and with R serialization, Connect with JSON) and closed. Through a Unix socket in a
+ * private temporary folder, so that neither TLS nor the port's address is in the way.
+ */
+export async function warmUp(o: WarmUpOptions): Promise<WarmUpOutcome> {
+  const started = performance.now();
+  const dir = await mkdtemp(path.join(os.tmpdir(), "rock-warm-up-"));
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const deadline = AbortSignal.timeout(o.timeoutMs);
+  const authorization = `Basic ${Buffer.from(`${o.credentials.name}:${o.credentials.password}`).toString("base64")}`;
+  const socketPath = path.join(dir, "door");
+  let door: LocalDoor | undefined;
+  try {
+    door = await o.openDoor(socketPath);
+    const call = (method: string, url: string, headers: http.OutgoingHttpHeaders = {}, body?: string): Promise<string> =>
+      request({ socketPath, agent, signal: deadline, method, path: url, headers: { authorization, ...headers } }, body);
+    const created = JSON.parse(await call("POST", "/r/sessions")) as { id?: unknown };
+    if (typeof created.id !== "string") throw new Error("the new session's answer has no id");
+    const session = `/r/session/${encodeURIComponent(created.id)}`;
+    try {
+      for (let i = 0; i < o.calls; i++) await evaluate(call, session, created.id, i);
+    } finally {
+      await call("DELETE", session);
+    }
+    return { calls: o.calls, ms: Math.round(performance.now() - started) };
+  } finally {
+    agent.destroy();
+    await door?.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+type Call = (method: string, url: string, headers?: http.OutgoingHttpHeaders, body?: string) => Promise<string>;
+
+/** One evaluation in turn of the ways clients make them: mostly REST's `_eval` answering JSON, as rockr does. */
+async function evaluate(call: Call, session: string, id: string, i: number): Promise<void> {
+  const answer =
+    i % 4 === 1
+      ? await call("POST", `${session}/_eval`, { "content-type": "application/x-rscript", accept: "application/octet-stream" }, "1+1")
+      : i % 4 === 3
+        ? await call(
+            "POST",
+            "/rock.r.v1.RService/Eval",
+            { "content-type": "application/json" },
+            JSON.stringify({ id, script: { contentType: "text/plain", data: Buffer.from("1+1").toString("base64") } }),
+          )
+        : await call("POST", `${session}/_eval`, { "content-type": "application/x-rscript", accept: "application/json" }, "1+1");
+  if (answer.length === 0) throw new Error("an evaluation answered nothing");
+}
+
+/** One request; its answer's body as text, or an error naming the status when it is not 2xx. */
+function request(options: http.RequestOptions, body: string | undefined): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(options, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("error", reject);
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("latin1");
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300) resolve(text);
+        else reject(new Error(`${options.method} ${options.path} answered ${status}: ${text.slice(0, 200)}`));
+      });
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
