@@ -447,21 +447,41 @@ describe("R service through real sockets (REST, gRPC, Connect)", function () {
       await call("DELETE", `/r/session/${id}`, "user");
     });
 
-    it("downloads over REST and grpc-js", async () => {
+    it("downloads whole over REST (read slowly too), grpc-js, Connect and gRPC-Web", async () => {
       const id = await newSession();
-      // 1 MB written by R: several chunks on the way out.
-      await evalR(id, "writeBin(as.raw(rep(0:255, 4096)), 'out.bin')");
-      const expected = Buffer.alloc(256 * 4096);
-      for (let i = 0; i < expected.length; i++) expected[i] = i % 256;
+      // 5.3 MB of random bytes written by R: 11 chunks on the way out, read into buffers used in turn.
+      await evalR(id, "set.seed(7); writeBin(as.raw(sample(0:255, 5.3e6, TRUE)), 'out.bin')");
+      const expected = JSON.parse((await evalR(id, "unname(tools::md5sum('out.bin'))")).text) as string;
+      const md5 = (bytes: Uint8Array) => createHash("md5").update(bytes).digest("hex");
       const res = await call("GET", `/r/session/${id}/_download?path=out.bin`, "user");
       expect(res.status).to.equal(200);
       expect(res.headers.get("content-type")).to.equal("application/octet-stream");
-      expect(res.bytes.equals(expected)).to.equal(true);
+      expect(md5(res.bytes)).to.equal(expected);
+      // A client that reads slowly: the server waits for each chunk to leave before it reads on.
+      const slow = await new Promise<string>((resolve, reject) => {
+        const hash = createHash("md5");
+        const req = http.get(`${server.url}/r/session/${id}/_download?path=out.bin`, { headers: { authorization: basic("user") } }, (r) => {
+          r.on("data", (chunk: Buffer) => {
+            hash.update(chunk);
+            r.pause();
+            setTimeout(() => r.resume(), 2);
+          });
+          r.on("end", () => resolve(hash.digest("hex")));
+          r.on("error", reject);
+        });
+        req.on("error", reject);
+      });
+      expect(slow).to.equal(expected);
       const { items, error } = await drain(grpc.r.downloadFile({ id, path: "out.bin", temp: false }, metadataFor("user")));
       expect(error).to.equal(undefined);
-      expect(items.length).to.be.greaterThan(1);
-      const joined = Buffer.concat(items.map((m: DownloadFileResponse) => Buffer.from(m.chunk!.data)));
-      expect(joined.equals(expected)).to.equal(true);
+      expect(items.length).to.be.greaterThan(10);
+      expect(md5(Buffer.concat(items.map((m: DownloadFileResponse) => Buffer.from(m.chunk!.data))))).to.equal(expected);
+      for (const protocol of ["connect", "grpc-web"] as const) {
+        const client = connectClient(RService, server.port, protocol, "user");
+        const parts: Buffer[] = [];
+        for await (const m of client.downloadFile({ id, path: "out.bin" })) parts.push(Buffer.from(m.chunk?.data ?? []));
+        expect(md5(Buffer.concat(parts)), protocol).to.equal(expected);
+      }
       const missing = await call("GET", `/r/session/${id}/_download?path=nope.bin`, "user");
       expect(missing.status).to.equal(400);
       expect(missing.json<{ message: string }>().message).to.equal("File does not exist");

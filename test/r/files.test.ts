@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Fault } from "../../src/errors/fault.js";
+import { randomBytes } from "node:crypto";
 import { execFileSync, spawn } from "node:child_process";
 import { linkSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -10,7 +11,7 @@ import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
 import { UploadFileRequestSchema } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import { DOWNLOAD_CHUNK_BYTES, openDownload, Upload } from "../../src/r/files.js";
 import type { RSession } from "../../src/r/session.js";
-import { caller, collect, ctxOf, startRig, text, until, type Rig } from "./support.js";
+import { caller, ctxOf, startRig, text, until, type Rig } from "./support.js";
 
 const alice = caller("alice", "user");
 
@@ -58,12 +59,17 @@ describe("session files", function () {
     return (error as Fault).message;
   };
 
-  const download = async (path: string, temp = false): Promise<string> => {
-    const chunks = await collect(
-      rig.handlers.downloadFile!({ $typeName: "rock.r.v1.DownloadFileRequest", id: session.id, path, temp }, ctxOf(alice)),
-    );
-    return Buffer.concat(chunks.map((c) => (c as { chunk: { data: Uint8Array } }).chunk.data)).toString();
+  /** A download's messages, each chunk copied as it comes (a chunk is valid until the one after the next is asked for). */
+  const downloaded = async (path: string, temp = false): Promise<{ contentType: string; data: Buffer }[]> => {
+    const chunks: { contentType: string; data: Buffer }[] = [];
+    const messages = rig.handlers.downloadFile!({ $typeName: "rock.r.v1.DownloadFileRequest", id: session.id, path, temp }, ctxOf(alice));
+    for await (const m of messages as AsyncIterable<{ chunk: { contentType: string; data: Uint8Array } }>) {
+      chunks.push({ contentType: m.chunk.contentType, data: Buffer.from(m.chunk.data) });
+    }
+    return chunks;
   };
+  const download = async (path: string, temp = false): Promise<string> =>
+    Buffer.concat((await downloaded(path, temp)).map((c) => c.data)).toString();
 
   it("uploads into the work folder, creating folders, with fields before or after the file", async () => {
     const res = await upload({ path: "/a/b/c.txt" });
@@ -103,17 +109,35 @@ describe("session files", function () {
     expect(readdirSync(session.dirs.home).sort()).to.deep.equal(["tmp", "work"]);
   });
 
+  it("keeps each chunk of a download whole while the next one is read and held (buffers are used in turn)", async () => {
+    const bytes = randomBytes(DOWNLOAD_CHUNK_BYTES * 6 + 1234);
+    writeFileSync(join(session.dirs.work, "random.bin"), bytes);
+    const messages = rig.handlers.downloadFile!(
+      { $typeName: "rock.r.v1.DownloadFileRequest", id: session.id, path: "random.bin", temp: false },
+      ctxOf(alice),
+    ) as AsyncIterable<{ chunk: { data: Uint8Array } }>;
+    let held: { data: Uint8Array; at: number } | undefined;
+    let at = 0;
+    let count = 0;
+    for await (const m of messages) {
+      // The chunk before, held as REST holds its first while it reads the second: still as it was read.
+      if (held)
+        expect(Buffer.from(held.data).equals(bytes.subarray(held.at, held.at + held.data.length)), `chunk ${count - 1}`).to.equal(true);
+      expect(Buffer.from(m.chunk.data).equals(bytes.subarray(at, at + m.chunk.data.length)), `chunk ${count}`).to.equal(true);
+      held = { data: m.chunk.data, at };
+      at += m.chunk.data.length;
+      count++;
+    }
+    expect(at).to.equal(bytes.length);
+    expect(count).to.equal(7);
+  });
+
   it("downloads in chunks, refusing missing files, folders, FIFOs and paths leaving the root", async () => {
     const big = "0123456789abcdef".repeat((DOWNLOAD_CHUNK_BYTES * 2.5) / 16);
     writeFileSync(join(session.dirs.work, "big.txt"), big);
-    const chunks = await collect(
-      rig.handlers.downloadFile!(
-        { $typeName: "rock.r.v1.DownloadFileRequest", id: session.id, path: "/big.txt", temp: false },
-        ctxOf(alice),
-      ),
-    );
+    const chunks = await downloaded("/big.txt");
     expect(chunks.length).to.be.greaterThan(1);
-    expect((chunks[0] as { chunk: { contentType: string } }).chunk.contentType).to.equal("application/octet-stream");
+    expect(chunks[0]?.contentType).to.equal("application/octet-stream");
     expect(await download("big.txt")).to.equal(big);
     writeFileSync(join(session.dirs.tmp, "t.txt"), "temp");
     expect(await download("t.txt", true)).to.equal("temp");
@@ -149,7 +173,7 @@ describe("session files", function () {
     };
     const read = async (path: string) => {
       const chunks: Buffer[] = [];
-      for await (const chunk of await openDownload(dirs(), false, path)) chunks.push(chunk);
+      for await (const chunk of await openDownload(dirs(), false, path)) chunks.push(Buffer.from(chunk));
       return Buffer.concat(chunks).toString();
     };
 
