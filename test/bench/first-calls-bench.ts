@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { onCleanup } from "./cleanup.js";
 import { startFloors } from "./floor-processes.js";
-import { ms, section, times, verdict, type Section } from "./report.js";
+import { ms, section, times, verdict, type Row, type Section } from "./report.js";
 import { ROOT, startServerProcess } from "./server-process.js";
 
 const run = promisify(execFile);
@@ -111,85 +111,23 @@ export async function runFirstCallsBench(o: FirstCallsBenchOptions): Promise<Sec
   }
 
   const m = (xs: readonly Start[], f: (c: Calls) => number): number => median(xs.map((x) => f(x.calls)));
-  const warm = m(withWarmUp, (c) => c.warm);
-  const warmWithout = m(without, (c) => c.warm);
-  const ratio = (x: number, of: number): number => x / of;
-  const first20 = ratio(
-    m(withWarmUp, (c) => c.first20),
-    warm,
-  );
-  const first20Without = ratio(
-    m(without, (c) => c.first20),
-    warmWithout,
-  );
+  /** One step's median over `starts` against their warm median; with `most`, the target of the ratio. */
+  const row = (figure: string, starts: readonly Start[], pick: (c: Calls) => number, most?: number): Row => {
+    const value = m(starts, pick);
+    const warm = m(starts, (c) => c.warm);
+    const ratio = value / warm;
+    const target = most === undefined ? {} : { target: `≤ ${most}×`, verdict: verdict(ratio <= most) };
+    return { figure, value: ms(value), reference: `warm ${ms(warm)}`, ratio: times(ratio), ...target };
+  };
+  const idle = `${IDLE_MS / 1000} s idle`;
   s.rows.push(
-    {
-      figure: "first 20 evals after a start, p50",
-      value: ms(m(withWarmUp, (c) => c.first20)),
-      reference: `warm ${ms(warm)}`,
-      ratio: times(first20),
-      target: "≤ 2×",
-      verdict: verdict(first20 <= 2),
-    },
-    {
-      figure: "the same without the warm-up (server.warmUpCalls 0)",
-      value: ms(m(without, (c) => c.first20)),
-      reference: `warm ${ms(warmWithout)}`,
-      ratio: times(first20Without),
-    },
-    {
-      figure: "next 200 evals, p50",
-      value: ms(m(withWarmUp, (c) => c.next200)),
-      reference: `warm ${ms(warm)}`,
-      ratio: times(
-        ratio(
-          m(withWarmUp, (c) => c.next200),
-          warm,
-        ),
-      ),
-    },
-    {
-      figure: "the same without the warm-up",
-      value: ms(m(without, (c) => c.next200)),
-      reference: `warm ${ms(warmWithout)}`,
-      ratio: times(
-        ratio(
-          m(without, (c) => c.next200),
-          warmWithout,
-        ),
-      ),
-    },
-  );
-  const afterIdle = ratio(
-    m(withWarmUp, (c) => c.afterIdle20),
-    warm,
-  );
-  s.rows.push(
-    {
-      figure: `20 evals after ${IDLE_MS / 1000} s idle, p50`,
-      value: ms(m(withWarmUp, (c) => c.afterIdle20)),
-      reference: `warm ${ms(warm)}`,
-      ratio: times(afterIdle),
-      target: "≤ 1.3×",
-      verdict: verdict(afterIdle <= 1.3),
-    },
-    {
-      figure: `the first eval after ${IDLE_MS / 1000} s idle`,
-      value: ms(m(withWarmUp, (c) => c.firstAfterIdle)),
-      reference: `warm ${ms(warm)}`,
-      ratio: times(
-        ratio(
-          m(withWarmUp, (c) => c.firstAfterIdle),
-          warm,
-        ),
-      ),
-    },
-    {
-      figure: `bare relay: the first call after ${IDLE_MS / 1000} s idle`,
-      value: ms(bare.firstAfterIdle),
-      reference: `warm ${ms(bare.warm)}`,
-      ratio: times(ratio(bare.firstAfterIdle, bare.warm)),
-    },
+    row("first 20 evals after a start, p50", withWarmUp, (c) => c.first20, 2),
+    row("the same without the warm-up (server.warmUpCalls 0)", without, (c) => c.first20),
+    row("next 200 evals, p50", withWarmUp, (c) => c.next200),
+    row("the same without the warm-up", without, (c) => c.next200),
+    row(`20 evals after ${idle}, p50`, withWarmUp, (c) => c.afterIdle20, 1.3),
+    row(`the first eval after ${idle}`, withWarmUp, (c) => c.firstAfterIdle),
+    row(`bare relay: the first call after ${idle}`, [{ readyMs: 0, calls: bare }], (c) => c.firstAfterIdle),
     {
       figure: "start to /_check 200",
       value: ms(median(withWarmUp.map((x) => x.readyMs))),
