@@ -22,8 +22,8 @@ export interface WarmUpOutcome {
 
 /**
  * The service's first calls, made by itself before /_check says it is ready. A new process's first
- * calls run its JavaScript in V8's interpreter: the first 20 evaluations of a fresh server took 2.3–3.1×
- * as long as warm ones (`BENCH_ONLY=first`). These calls take the paths clients take (HTTP/1.1, the
+ * calls run its JavaScript in V8's interpreter: the first 20 evaluations of a fresh server took 3.1–3.5×
+ * as long as warm ones, 1.6–1.7× after this (`BENCH_ONLY=first`). These calls take the paths clients take (HTTP/1.1, the
  * REST edge, the interceptors, a session's frames to R and back): a session is opened, evaluated in
  * (REST with JSON and with R serialization, Connect with JSON) and closed. Through a Unix socket in a
  * private temporary folder, so that neither TLS nor the port's address is in the way.
