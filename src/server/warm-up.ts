@@ -38,15 +38,20 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpOutcome> {
   let door: LocalDoor | undefined;
   try {
     door = await o.openDoor(socketPath);
-    const call = (method: string, url: string, headers: http.OutgoingHttpHeaders = {}, body?: string): Promise<string> =>
-      request({ socketPath, agent, signal: deadline, method, path: url, headers: { authorization, ...headers } }, body);
+    const call = (method: string, url: string, headers: http.OutgoingHttpHeaders = {}, body?: string, signal = deadline): Promise<string> =>
+      request({ socketPath, agent, signal, method, path: url, headers: { authorization, ...headers } }, body);
     const created = JSON.parse(await call("POST", "/r/sessions")) as { id?: unknown };
     if (typeof created.id !== "string") throw new Error("the new session's answer has no id");
     const session = `/r/session/${encodeURIComponent(created.id)}`;
+    const ways = evaluations(session, created.id);
     try {
-      for (let i = 0; i < o.calls; i++) await evaluate(call, session, created.id, i);
+      for (let i = 0; i < o.calls; i++) {
+        const way = ways[i % ways.length]!;
+        if ((await call("POST", way.path, way.headers, way.body)).length === 0) throw new Error("an evaluation answered nothing");
+      }
     } finally {
-      await call("DELETE", session);
+      // Past the deadline too: the session must not outlive a warm-up that gave up.
+      await call("DELETE", session, {}, undefined, AbortSignal.timeout(CLOSE_TIMEOUT_MS));
     }
     return { calls: o.calls, ms: Math.round(performance.now() - started) };
   } finally {
@@ -56,22 +61,28 @@ export async function warmUp(o: WarmUpOptions): Promise<WarmUpOutcome> {
   }
 }
 
-type Call = (method: string, url: string, headers?: http.OutgoingHttpHeaders, body?: string) => Promise<string>;
+/** How long the warm-up's session may take to close, whatever the warm-up's own deadline. */
+const CLOSE_TIMEOUT_MS = 5_000;
 
-/** One evaluation in turn of the ways clients make them: mostly REST's `_eval` answering JSON, as rockr does. */
-async function evaluate(call: Call, session: string, id: string, i: number): Promise<void> {
-  const answer =
-    i % 4 === 1
-      ? await call("POST", `${session}/_eval`, { "content-type": "application/x-rscript", accept: "application/octet-stream" }, "1+1")
-      : i % 4 === 3
-        ? await call(
-            "POST",
-            "/rock.r.v1.RService/Eval",
-            { "content-type": "application/json" },
-            JSON.stringify({ id, script: { contentType: "text/plain", data: Buffer.from("1+1").toString("base64") } }),
-          )
-        : await call("POST", `${session}/_eval`, { "content-type": "application/x-rscript", accept: "application/json" }, "1+1");
-  if (answer.length === 0) throw new Error("an evaluation answered nothing");
+interface Evaluation {
+  readonly path: string;
+  readonly headers: http.OutgoingHttpHeaders;
+  readonly body: string;
+}
+
+/** The ways clients evaluate, taken in turn: mostly REST's `_eval` answering JSON, as rockr does. */
+function evaluations(session: string, id: string): readonly Evaluation[] {
+  const rest = (accept: string): Evaluation => ({
+    path: `${session}/_eval`,
+    headers: { "content-type": "application/x-rscript", accept },
+    body: "1+1",
+  });
+  const connect: Evaluation = {
+    path: "/rock.r.v1.RService/Eval",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ id, script: { contentType: "text/plain", data: Buffer.from("1+1").toString("base64") } }),
+  };
+  return [rest("application/json"), rest("application/octet-stream"), rest("application/json"), connect];
 }
 
 /** One request; its answer's body as text, or an error naming the status when it is not 2xx. */

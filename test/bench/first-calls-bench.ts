@@ -59,7 +59,9 @@ export async function runFirstCallsBench(o: FirstCallsBenchOptions): Promise<Sec
     const steps = new Map<number, number[]>();
     for (const line of stdout.trim().split("\n")) {
       const [step, ns] = line.split(" ").map(Number) as [number, number];
-      steps.set(step, [...(steps.get(step) ?? []), ns / 1e6]);
+      const times = steps.get(step) ?? [];
+      times.push(ns / 1e6);
+      steps.set(step, times);
     }
     const step = (n: number): number[] => steps.get(n) ?? [];
     return {
