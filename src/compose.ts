@@ -108,6 +108,19 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     const logEngine = engineLog(logger);
     // The warm-up's session and calls are the process's own: neither logged nor counted.
     const warmer = warmUpCaller();
+    const scratch = path.join(config.dataDir, "packages-tmp");
+    fs.mkdirSync(scratch, { recursive: true });
+    const packages = new PackageManager({
+      rExecutable: config.r.executable,
+      setupLibrary: config.r.setupLibrary,
+      ...(config.packages.library ? { library: config.packages.library } : {}),
+      repos: config.packages.repos,
+      gitHost: config.packages.gitHost,
+      gitOrganization: config.packages.gitOrganization,
+      log: (text) => log.append(text),
+      scratchDir: scratch,
+      timeoutSeconds: config.packages.timeoutSeconds,
+    });
     const engine = new REngine({
       config: config.r,
       dataDir: config.dataDir,
@@ -118,6 +131,8 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       ...(quotas ? { quotas } : {}),
       ...sessionView(config, isolation.isolated, logger),
       ...(config.packages.library ? { library: config.packages.library } : {}),
+      sessionInstalls: config.packages.sessionInstalls,
+      shareInstalls: (id, subject) => (library, names, owner) => packages.share(library, names, owner, `R session ${id} of ${subject}`),
       onEvent: (event) => {
         if ("user" in event && event.user === warmer) return;
         logEngine(event);
@@ -140,19 +155,6 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     let opal: OpalRegistration | undefined;
     cleanups.push(() => opal?.stop());
     cleanups.push(() => engine.close());
-    const scratch = path.join(config.dataDir, "packages-tmp");
-    fs.mkdirSync(scratch, { recursive: true });
-    const packages = new PackageManager({
-      rExecutable: config.r.executable,
-      setupLibrary: config.r.setupLibrary,
-      ...(config.packages.library ? { library: config.packages.library } : {}),
-      repos: config.packages.repos,
-      gitHost: config.packages.gitHost,
-      gitOrganization: config.packages.gitOrganization,
-      log: (text) => log.append(text),
-      scratchDir: scratch,
-      timeoutSeconds: config.packages.timeoutSeconds,
-    });
     // One LevelDB, one writer: a node whose catalogue another serves opens none.
     const catalogNode = peers.catalogue();
     let networkHandlers: ServiceImpl<typeof NetworkService>;

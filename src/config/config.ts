@@ -236,6 +236,8 @@ export interface UidRange {
   readonly last: number;
 }
 
+export type SessionInstalls = "auto" | "private" | "none";
+
 export interface PackagesConfig {
   /**
    * Repositories for install.packages / update.packages (and the start's own installs); empty: R's
@@ -251,6 +253,12 @@ export interface PackagesConfig {
    * first library (`.libPaths()[1]`).
    */
   readonly library: string;
+  /**
+   * Where `install.packages()` and the like write from an R session: `auto`, a session of a user who
+   * may install through the API (administrator, manager) into `library` for every later session, any
+   * other into a library of its own; `private`, every session into its own; `none`: refused.
+   */
+  readonly sessionInstalls: SessionInstalls;
   /** Longest a package operation may run before it is stopped; 0: no limit. */
   readonly timeoutSeconds: number;
 }

@@ -250,6 +250,12 @@ export const SETTINGS = {
       shown: "empty: R's first library",
       meaning: "the library package operations install into and R sessions search first",
     }),
+    sessionInstalls: new Setting(oneOf("auto", "private", "none"), {
+      env: "ROCK_PACKAGES_SESSION_INSTALLS",
+      default: "auto",
+      meaning:
+        "where `install.packages()`, `remotes::install_*()` and `R CMD INSTALL` write from an R session: `auto`, a session of an administrator or a manager into `packages.library`, loaded by every later session (Rock's way), any other session into a library of its own, first in its `.libPaths()` and removed with it; `private`, every session into its own; `none`: refused with an R error ([Packages from a session](r-service.md#packages-from-a-session))",
+    }),
     timeoutSeconds: new Setting(number, {
       env: "ROCK_PACKAGES_TIMEOUT_SECONDS",
       default: 3600,

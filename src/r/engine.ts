@@ -2,7 +2,7 @@ import { statfsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { cpus } from "node:os";
 import { join } from "node:path";
-import type { RConfig } from "../config/config.js";
+import type { RConfig, SessionInstalls } from "../config/config.js";
 import type { ConsoleLog } from "./console-log.js";
 import { noSuchSession, notRunning, outOfMemory, tooManySessions } from "./errors.js";
 import type { Fault } from "../errors/fault.js";
@@ -13,6 +13,7 @@ import { RSession, type SessionStart } from "./session.js";
 import type { EngineEvent } from "./engine/events.js";
 import { type Fork, processOf, SessionHomes } from "./engine/homes.js";
 import { probe } from "./engine/probe.js";
+import { type ShareInstalls, SharedInstalls } from "./packages/shared-installs.js";
 import { SessionRecords } from "./engine/records.js";
 import { SparePool } from "./engine/spares.js";
 import { RServerSupervisor } from "./engine/supervisor.js";
@@ -44,6 +45,16 @@ export interface REngineOptions {
   readonly newSessionId?: () => string;
   /** Told what happens to the R server and its sessions (the service log and metrics listen). */
   readonly onEvent?: (event: EngineEvent) => void;
+  /**
+   * packages.sessionInstalls: sessions get a library of their own, first in their `.libPaths()`,
+   * unless `none` (then install.packages() refuses); unset: neither.
+   */
+  readonly sessionInstalls?: SessionInstalls;
+  /**
+   * How a session's installs are shared with every session, for a session whose owner may install
+   * for all (createSession's `installsForAll`) when packages.sessionInstalls is `auto`; unset: never.
+   */
+  readonly shareInstalls?: (id: string, subject: string) => ShareInstalls;
 }
 
 export interface EngineStatus {
@@ -97,7 +108,10 @@ export class REngine {
   constructor(private readonly options: REngineOptions) {
     this.log = options.log;
     const emit = (this.emit = options.onEvent ?? (() => {}));
-    this.homes = new SessionHomes(options);
+    this.homes = new SessionHomes({
+      ...options,
+      sessionLibraries: options.sessionInstalls !== undefined && options.sessionInstalls !== "none",
+    });
     this.supervisor = new RServerSupervisor({
       ...options,
       emit,
@@ -162,7 +176,7 @@ export class REngine {
     const { found, lost } = await this.suspension.restorable();
     for (const { record, start } of found) {
       this.restored.add(record.id);
-      this.addSession(record.id, record.subject, start, undefined);
+      this.addSession(record.id, record.subject, start, undefined, record.installsForAll === true);
     }
     this.lostAtStart.push(...lost);
   }
@@ -242,13 +256,16 @@ export class REngine {
     return server.versionValue(format);
   }
 
-  /** A new session for `subject`; `signal`: the caller left (see RServerSupervisor.serverFor). */
-  async createSession(subject: string, signal?: AbortSignal): Promise<RSession> {
+  /**
+   * A new session for `subject`; `signal`: the caller left (see RServerSupervisor.serverFor);
+   * `installsForAll`: its owner may install packages for every session (packages.sessionInstalls).
+   */
+  async createSession(subject: string, signal?: AbortSignal, installsForAll = false): Promise<RSession> {
     const server = await this.supervisor.serverFor(signal);
     this.checkLimits(subject);
     this.opening.set(subject, (this.opening.get(subject) ?? 0) + 1);
     try {
-      return await this.openSession(server, subject);
+      return await this.openSession(server, subject, installsForAll);
     } finally {
       const n = (this.opening.get(subject) ?? 1) - 1;
       if (n > 0) this.opening.set(subject, n);
@@ -309,7 +326,7 @@ export class REngine {
     return Math.max(0, Math.min(spareSessions, room));
   }
 
-  private async openSession(server: RServerProcess, subject: string): Promise<RSession> {
+  private async openSession(server: RServerProcess, subject: string, installsForAll: boolean): Promise<RSession> {
     let fork: Fork | undefined;
     while (!fork) {
       const taken = this.pool.take();
@@ -334,13 +351,13 @@ export class REngine {
       await this.homes.release(fork);
       throw notRunning();
     }
-    const session = this.addSession(fork.id, subject, { process: processOf(fork) }, fork);
+    const session = this.addSession(fork.id, subject, { process: processOf(fork) }, fork, installsForAll);
     this.emit({ kind: "session-opened", id: fork.id, user: subject });
     return session;
   }
 
   /** A session among the open ones, with a process (`fork`) or suspended. */
-  private addSession(id: string, subject: string, start: SessionStart, fork: Fork | undefined): RSession {
+  private addSession(id: string, subject: string, start: SessionStart, fork: Fork | undefined, installsForAll: boolean): RSession {
     const { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds } = this.options.config;
     const host = this.suspension.host(id, subject, fork);
     // A session the kernel ended for its memory says so, to its running call and to every later one.
@@ -351,7 +368,16 @@ export class REngine {
       return remember(this.endedSessions, id, outOfMemory(reason));
     };
     const folders = this.homes.folders(id);
-    const session = new RSession(id, subject, folders, start, { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds, endedBy }, host);
+    const share = installsForAll && this.options.sessionInstalls === "auto" ? this.options.shareInstalls?.(id, subject) : undefined;
+    const installs = share ? { installs: new SharedInstalls(folders.library, share) } : {};
+    const session = new RSession(
+      id,
+      subject,
+      folders,
+      start,
+      { maxEvalSeconds, maxEvalCpuSeconds, interruptGraceSeconds, endedBy, installsForAll, ...installs },
+      host,
+    );
     this.sessionsById.set(id, session);
     session.onEnd(() => {
       this.sessionsById.delete(id);

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type Server, type Socket } from "node:net";
 import { basename } from "node:path";
+import type { SessionInstalls } from "../config/config.js";
 import { fromRoot } from "../package-root.js";
 import { RChild } from "./child.js";
 import { sessionEnvironment } from "./confine/environment.js";
@@ -44,6 +45,8 @@ export interface RServerOptions {
   readonly isolated: boolean;
   /** A file of R code the R server runs before it forks any session (r.profile). */
   readonly profile?: string;
+  /** packages.sessionInstalls: with `none`, the server's install.packages() refuses, saying so. */
+  readonly sessionInstalls?: SessionInstalls;
 }
 
 interface PendingFork {
@@ -159,7 +162,9 @@ export class RServerProcess {
       stream?.on("data", (text: string) => options.log(text));
     }
     child.stdin?.on("error", () => undefined);
-    child.stdin?.end(`${port}\n${token}\n${options.isolated ? 1 : 0}\n${options.profile ?? ""}\n${options.setupLibrary ?? ""}\n`);
+    child.stdin?.end(
+      `${port}\n${token}\n${options.isolated ? 1 : 0}\n${options.profile ?? ""}\n${options.setupLibrary ?? ""}\n${options.sessionInstalls ?? "auto"}\n`,
+    );
     try {
       const { socket, hello } = await new Promise<{ socket: Socket; hello: { version: string; pid: number } }>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error("R server did not start in time")), START_TIMEOUT_MS);

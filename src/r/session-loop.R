@@ -203,6 +203,15 @@ handle <- function(con, out, frame, live) {
 session <- function(token, workdir, tmpdir, links = NULL) {
   setwd(workdir)
   Sys.setenv(TMPDIR = tmpdir, HOME = workdir)
+  # The session's own package library, which Node made unless packages.sessionInstalls is none:
+  # install.packages() and remotes write .libPaths()[1], and R_LIBS puts it first for the R processes
+  # the session starts too (R CMD INSTALL through system()). An administrator's installs go on from
+  # there into the service's library (src/r/packages/publish.ts).
+  lib <- file.path(dirname(workdir), "library")
+  if (dir.exists(lib)) {
+    .libPaths(c(lib, .libPaths()))
+    Sys.setenv(R_LIBS = paste(c(lib, strsplit(Sys.getenv("R_LIBS"), ":", fixed = TRUE)[[1L]]), collapse = ":"))
+  }
   base <- baseenv()
   unlockBinding("tempdir", base)
   assign("tempdir", function(check = FALSE) tmpdir, envir = base)

@@ -15,7 +15,7 @@
 state_format <- 1L
 
 # Variables the service sets for each process of a session: theirs, never restored.
-state_process_env <- c("TMPDIR", "HOME", "PWD", "OLDPWD", "R_SESSION_TMPDIR")
+state_process_env <- c("TMPDIR", "HOME", "PWD", "OLDPWD", "R_SESSION_TMPDIR", "R_LIBS")
 
 # Search path entries that are not the user's to save: R's own.
 state_builtin_entries <- c(".GlobalEnv", "Autoloads", "package:base")

@@ -8,11 +8,16 @@ import { rError, sessionEnded, sessionNotSaved } from "./errors.js";
 import { assignFrame, evalFrame, pipedEvalFrame, saveFrame, type AssignSource, type ValueFormat } from "./protocol.js";
 import { AnswerPipe, valuePipePath } from "./value-pipe.js";
 
-/** A session's folders: `work` (its working directory), `tmp` (its tempdir()), both inside `home`. */
+/**
+ * A session's folders: `work` (its working directory), `tmp` (its tempdir()) and `library` (the
+ * package library it installs into, first in its `.libPaths()`, when packages.sessionInstalls allows
+ * installs), all inside `home`.
+ */
 export interface SessionFolders {
   readonly home: string;
   readonly work: string;
   readonly tmp: string;
+  readonly library: string;
   /** The file its state is saved into by its own process (src/r/session-state.R), in `home`. */
   readonly state: string;
 }
@@ -53,6 +58,10 @@ export interface SessionOptions {
   readonly interruptGraceSeconds: number;
   /** Why the session's process ended when the kernel ended it (its memory); undefined: not that. */
   readonly endedBy?: () => Fault | undefined;
+  /** Its owner may install packages for every session (kept in its record while it is suspended). */
+  readonly installsForAll?: boolean;
+  /** What follows each run: the packages it installed shared with every session (SharedInstalls). */
+  readonly installs?: { after(owner: Owner | undefined): Promise<void> | undefined };
 }
 
 /** Where what R sends while a job runs goes: a live evaluation's events, a value streamed in pieces. */
@@ -96,6 +105,12 @@ function assignRequest(symbol: string, source: AssignSource): Request {
     open: async (dirs) => assignFrame(symbol, { kind: "stream", path: await feed.open(dirs) }),
     close: () => feed.close(),
   };
+}
+
+/** The answer of a run whose installs could not be shared: the caller must not count on them. */
+function notShared(error: unknown): Outcome {
+  const why = error instanceof Error ? error.message : String(error);
+  return { ok: false, error: `Error: the packages installed could not be shared with other sessions: ${why}` };
 }
 
 /** Undoes what a request made, or would have: it will not run. */
@@ -170,6 +185,11 @@ export class RSession implements SessionInfo {
 
   get busy(): boolean {
     return this.active;
+  }
+
+  /** Its owner may install packages for every session (packages.sessionInstalls). */
+  get installsForAll(): boolean {
+    return this.options.installsForAll === true;
   }
 
   get closed(): boolean {
@@ -500,7 +520,9 @@ export class RSession implements SessionInfo {
           ok: false,
           error: `The value could not be passed to the session: ${frame instanceof Error ? frame.message : String(frame)}`,
         };
-      return await this.run(child, frame, receivers);
+      const outcome = await this.run(child, frame, receivers);
+      const sharing = this.options.installs?.after(this.process?.owner);
+      return sharing ? await sharing.then(() => outcome, notShared) : outcome;
     } finally {
       if (!Buffer.isBuffer(request)) await request.close();
     }

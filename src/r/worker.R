@@ -2,9 +2,9 @@
 #
 # Started with three arguments, the R files it reads into its environment first: gen/r/protocol.R,
 # src/r/session-state.R and src/r/session-loop.R (a session's loop: this file is the server's boot,
-# confinement and fork loop). Node writes five lines on stdin (loopback port, secret token, 1 when
+# confinement and fork loop). Node writes six lines on stdin (loopback port, secret token, 1 when
 # sessions are isolated, the path of the administrator's R profile or nothing, the setup library or
-# nothing), the server connects back and then answers control frames. The frames are listed in src/r/protocol-table.ts, and their use
+# nothing, packages.sessionInstalls), the server connects back and then answers control frames. The frames are listed in src/r/protocol-table.ts, and their use
 # (sockets, markers, interrupts) is described at the top of src/r/protocol.ts.
 # Everything lives inside local() so that a session's global environment starts empty.
 #
@@ -23,7 +23,7 @@ local({
 
   stdin_con <- file("stdin")
   open(stdin_con)
-  boot <- readLines(stdin_con, n = 5L)
+  boot <- readLines(stdin_con, n = 6L)
   close(stdin_con)
   port <- as.integer(boot[1L])
   server_token <- boot[2L]
@@ -122,6 +122,18 @@ local({
     links
   }
 
+  refuse_installs <- function() {
+    refused <- function(...) {
+      stop("R packages cannot be installed from an R session on this server (packages.sessionInstalls is none): ",
+        "an administrator or a manager installs them through the R server's packages (/rserver/packages)", call. = FALSE)
+    }
+    for (where in list(asNamespace("utils"), as.environment("package:utils"))) {
+      unlockBinding("install.packages", where)
+      assign("install.packages", refused, envir = where)
+      lockBinding("install.packages", where)
+    }
+  }
+
   # r.sessionFilesystem minimal: the session sees R and its libraries, the programs it may run (/usr),
   # the /etc files the C library, R, name resolution and TLS read, and its own folder; its passwd names
   # only root and the session. Nothing else of the host's: other programs' files, the service's data
@@ -175,6 +187,10 @@ local({
       NULL
     }, error = function(e) paste0("R profile ", path, " failed: ", described("Error", e)))
   }
+
+  # packages.sessionInstalls none: sessions have no library of their own, and install.packages()
+  # (which remotes' installs end in) says why instead of R's "unable to install packages".
+  if (identical(boot[6L], "none")) refuse_installs()
 
   # Before connecting back: Node bounds the start as a whole, but a connection's greeting more tightly.
   profile_error <- if (!unix_missing) run_profile(profile)

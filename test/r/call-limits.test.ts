@@ -129,8 +129,8 @@ describe("limits of sessions and calls over REST and gRPC", function () {
       });
       expect(await ended).to.equal(1); // CANCELLED
       const home = join(server.dataDir, "sessions", id);
-      await until(async () => (await readdir(home)).length === 2);
-      expect((await readdir(home)).sort()).to.deep.equal(["tmp", "work"]);
+      await until(async () => (await readdir(home)).length === 3);
+      expect((await readdir(home)).sort()).to.deep.equal(["library", "tmp", "work"]);
       expect(await readdir(join(home, "work"))).to.deep.equal([]);
     } finally {
       grpc.close();

@@ -28,6 +28,8 @@ export interface SessionHomesOptions {
   readonly quotas?: SessionQuotas;
   /** Makes a session's id; default: a random UUID. */
   readonly newSessionId?: () => string;
+  /** Sessions get a package library of their own (packages.sessionInstalls is not `none`). */
+  readonly sessionLibraries?: boolean;
 }
 
 /** A forked session process with its folders, not handed to anyone yet. */
@@ -64,7 +66,7 @@ export class SessionHomes {
   /** The folders of session `id`. */
   folders(id: string): SessionFolders {
     const home = join(this.options.sessionsDir, id);
-    return { home, work: join(home, "work"), tmp: join(home, "tmp"), state: join(home, STATE_FILE) };
+    return { home, work: join(home, "work"), tmp: join(home, "tmp"), library: join(home, "library"), state: join(home, STATE_FILE) };
   }
 
   /**
@@ -75,8 +77,9 @@ export class SessionHomes {
     const id = this.options.newSessionId?.() ?? randomUUID();
     return this.forkIn(server, id, async (dirs, uid) => {
       await mkdir(dirs.home, { recursive: true, mode: 0o700 });
-      await Promise.all([mkdir(dirs.work, { mode: 0o700 }), mkdir(dirs.tmp, { mode: 0o700 })]);
-      if (uid !== undefined) await Promise.all([dirs.home, dirs.work, dirs.tmp].map((dir) => chown(dir, uid, uid)));
+      const made = this.sessionFolders(dirs);
+      await Promise.all(made.map((dir) => mkdir(dir, { mode: 0o700 })));
+      if (uid !== undefined) await Promise.all([dirs.home, ...made].map((dir) => chown(dir, uid, uid)));
     }).catch(async (error: unknown) => {
       await removeFolders(this.folders(id));
       throw error;
@@ -90,9 +93,18 @@ export class SessionHomes {
   resume(server: RServerProcess, id: string): Promise<Fork> {
     return this.forkIn(server, id, async (dirs, uid) => {
       // The session may have removed its own folders before; the home is the service's.
-      await Promise.all([mkdir(dirs.work, { recursive: true, mode: 0o700 }), mkdir(dirs.tmp, { recursive: true, mode: 0o700 })]);
+      await Promise.all(this.sessionFolders(dirs).map((dir) => mkdir(dir, { recursive: true, mode: 0o700 })));
       if (uid !== undefined) await ownTree(dirs.home, uid);
     });
+  }
+
+  /**
+   * The folders a session's process finds made in its home: its library too when it may install
+   * packages (R drops a library folder that does not exist from `.libPaths()`, and a session with
+   * none installs nowhere).
+   */
+  private sessionFolders(dirs: SessionFolders): string[] {
+    return this.options.sessionLibraries ? [dirs.work, dirs.tmp, dirs.library] : [dirs.work, dirs.tmp];
   }
 
   /** Takes a uid, prepares the folders with it (`prepare`) and forks; on failure the uid and the group go. */
@@ -238,13 +250,19 @@ async function ownTree(dir: string, uid: number): Promise<void> {
 
 /**
  * Removes a session's folders once its processes were killed (one still running could swap a folder
- * for a symbolic link under a removal by root). Most sessions leave both folders empty: three rmdir
- * calls then, where a recursive removal makes each of its steps a trip through libuv's thread pool,
+ * for a symbolic link under a removal by root). Most sessions leave their folders empty: an rmdir
+ * each then (a library that was never made is no matter), where a recursive removal makes each of its steps a trip through libuv's thread pool,
  * slow when the CPUs are busy; what holds anything is removed that way.
  */
 async function removeFolders(dirs: SessionFolders): Promise<void> {
   try {
-    for (const dir of [dirs.work, dirs.tmp, dirs.home]) rmdirSync(dir);
+    for (const dir of [dirs.work, dirs.tmp, dirs.library, dirs.home]) {
+      try {
+        rmdirSync(dir);
+      } catch (error) {
+        if (dir !== dirs.library || (error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      }
+    }
   } catch {
     await rm(dirs.home, { recursive: true, force: true });
   }

@@ -20,6 +20,8 @@ export interface SessionRecord {
   /** What could not be saved, as R named it. */
   readonly lost: readonly string[];
   readonly commands: CommandsRecord;
+  /** Its owner may install packages for every session (packages.sessionInstalls). */
+  readonly installsForAll?: boolean;
 }
 
 const SUFFIX = ".json";
@@ -94,5 +96,6 @@ function recordOf(value: unknown, id: string): SessionRecord {
     stateBytes: typeof r.stateBytes === "number" ? r.stateBytes : 0,
     lost: Array.isArray(r.lost) ? r.lost.map(String) : [],
     commands,
+    installsForAll: r.installsForAll === true,
   };
 }

@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import type { RConfig } from "../../config/config.js";
+import type { RConfig, SessionInstalls } from "../../config/config.js";
 import type { ConsoleLog } from "../console-log.js";
 import { notRunning, stillStarting } from "../errors.js";
 import { assertTrustedProfile } from "../profile.js";
@@ -15,6 +15,8 @@ export interface SupervisorOptions {
   readonly log: ConsoleLog;
   /** A package library searched before R's own (see REngineOptions.library). */
   readonly library?: string;
+  /** See REngineOptions.sessionInstalls. */
+  readonly sessionInstalls?: SessionInstalls;
   readonly emit: (event: EngineEvent) => void;
   /** Runs once, before the first start: what a previous run of the service left behind goes. */
   readonly cleanup: () => Promise<void>;
@@ -152,6 +154,7 @@ export class RServerSupervisor {
       setupLibrary: config.setupLibrary,
       ...(library ? { library } : {}),
       ...(profile ? { profile } : {}),
+      ...(this.options.sessionInstalls ? { sessionInstalls: this.options.sessionInstalls } : {}),
     });
     this.current = server;
     this.rVersion = server.version;

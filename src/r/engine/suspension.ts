@@ -247,5 +247,6 @@ function recordOf(session: RSession, bytes: number, lost: readonly string[]): Se
     stateBytes: bytes,
     lost,
     commands: session.commands.toRecord(),
+    installsForAll: session.installsForAll,
   };
 }

@@ -1,5 +1,9 @@
 import { pathToFileURL } from "node:url";
+import { execa } from "execa";
 import { Fault } from "../../errors/fault.js";
+import type { Owner } from "../confine/as-owner.js";
+import { packageEnvironment } from "../confine/environment.js";
+import { publishPackages } from "./publish.js";
 import { runPackageScript, type RunOptions } from "./runner.js";
 import {
   parseGitName,
@@ -86,6 +90,8 @@ type GitTarget = { readonly mode: "git"; readonly url: string } | { readonly mod
  */
 export class PackageManager {
   private mutations: Promise<unknown> = Promise.resolve();
+  /** R's first library, read once, when packages.library is not set. */
+  private defaultLibrary: Promise<string> | undefined;
 
   constructor(private readonly options: PackageManagerOptions) {}
 
@@ -143,6 +149,38 @@ export class PackageManager {
         await this.run(`remove ${valid.join(", ")}`, { ROCK_PKG_OP: "remove", ROCK_PKG_NAMES: valid.join("\n") }, run),
       ),
     );
+  }
+
+  /**
+   * Copies packages a session installed into its own library (read as the session's `owner`) into the
+   * managed library, where every later session loads them: one change of the library among the
+   * others, so it never meets an install or a removal of the API half done. Answers the packages
+   * copied.
+   */
+  async share(from: string, names: readonly string[], owner: Owner | undefined, who: string): Promise<string[]> {
+    return this.mutate(async () => {
+      const into = await this.libraryPath();
+      const log = (text: string): void => this.options.log(text);
+      const shared = await publishPackages({ from, into, names, log, ...(owner ? { owner } : {}) });
+      if (shared.length > 0) log(`[packages] ${who} installed ${shared.join(", ")} into ${into} for every session\n`);
+      return shared;
+    });
+  }
+
+  /** The managed library: packages.library, else R's first library, as the package operations find it. */
+  private libraryPath(): Promise<string> {
+    const { library, rExecutable } = this.options;
+    if (library) return Promise.resolve(library);
+    this.defaultLibrary ??= execa(rExecutable, ["--no-echo", "--no-save", "--no-restore", "-e", "cat(.libPaths()[1])"], {
+      extendEnv: false,
+      env: packageEnvironment(process.env),
+    })
+      .then(({ stdout }) => stdout.trim())
+      .catch((error: unknown) => {
+        this.defaultLibrary = undefined;
+        throw error;
+      });
+    return this.defaultLibrary;
   }
 
   /** Validates everything and turns it into the script's environment; throws before any R starts. */

@@ -11,7 +11,7 @@ import type { REngine } from "../engine.js";
 import { contentTypeOf, negotiate } from "./negotiate.js";
 import { commandMessage, sessionMessage } from "./messages.js";
 import type { AssignSource, ValueFormat } from "../protocol.js";
-import { SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
+import { PACKAGE_INSTALLERS, SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
 import type { RSession } from "../session.js";
 import type { CommandEntry } from "../commands.js";
 import { sessionEnded } from "../errors.js";
@@ -125,7 +125,8 @@ export function sessionHandlers(engine: REngine, limits: AssignLimits): SessionH
     },
 
     async createSession(_req, ctx) {
-      const session = await engine.createSession(callerOf(ctx).name, ctx.signal);
+      const caller = callerOf(ctx);
+      const session = await engine.createSession(caller.name, ctx.signal, hasAnyRole(caller, PACKAGE_INSTALLERS));
       return { session: sessionMessage(session) };
     },
 
