@@ -14,7 +14,7 @@ import { NetworkCatalog } from "./networks/catalog.js";
 import { createNetworkServiceHandlers } from "./networks/service/handlers.js";
 import { ConsoleLog } from "./r/console-log.js";
 import { assertPrivateConfig, protectDataFolder } from "./r/confine/data-folder.js";
-import { decideIsolation, sessionsRoot } from "./r/confine/isolation.js";
+import { decideIsolation, listableByOthers, sessionsRoot } from "./r/confine/isolation.js";
 import { protectFromOomKiller, SessionQuotas } from "./r/confine/quotas.js";
 import { hasCapability, SYS_ADMIN } from "./r/confine/capabilities.js";
 import { lockSessionUids } from "./r/confine/range-lock.js";
@@ -132,6 +132,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       ...sessionView(config, isolation.isolated, logger),
       ...(config.packages.library ? { library: config.packages.library } : {}),
       sessionInstalls: config.packages.sessionInstalls,
+      repos: config.packages.repos,
       shareInstalls: (id, subject) => (library, names, owner) => packages.share(library, names, owner, `R session ${id} of ${subject}`),
       onEvent: (event) => {
         if ("user" in event && event.user === warmer) return;
@@ -167,6 +168,13 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     let ready = false;
     const lifecycle = new ServiceLifecycle({ drainMs: config.server.drainSeconds * 1000, busy: () => engine.busy });
     protectDataFolder(config.dataDir, [sessionsDir, ...(config.packages.library ? [config.packages.library] : [])]);
+    const { library } = config.packages;
+    if (isolation.isolated && library && fs.existsSync(library) && !listableByOthers(library)) {
+      // R drops from .libPaths() a library it cannot read: sessions would silently load none of it.
+      logger.warn(
+        `packages.library ${library} cannot be read by isolated sessions (it needs o+rx, and o+x on every folder above it): sessions load none of its packages`,
+      );
+    }
 
     // With peers, each handler passes on the calls another node must serve (after every interceptor:
     // only callers this node authenticated are passed on).

@@ -34,6 +34,7 @@ to_session_assign_fields <- c("source", "symbol")
 to_session_drain <- "D" # consume a SIGINT that landed after the evaluation it aimed at; not answered
 to_session_save <- "Z" # save the session's state into path, the process living on (answered by json: what could not be saved); field: path
 to_session_restore <- "H" # restore the state saved in path, before any other request (answered by an empty value, or an error); field: path
+to_session_signalled <- "g" # the answer to a session's signal: startTime when Node granted it and sent the signal, empty when refused; field: start_time
 # A session -> Node (main and output sockets)
 from_session_main <- "C" # greeting of the main socket
 from_session_main_fields <- c("token", "pid", "proof")
@@ -45,6 +46,8 @@ from_session_piping <- "p" # the value is being written into the value pipe (ope
 from_session_error <- "X" # the request failed; field: error
 from_session_message <- "M" # a message of a live evaluation; field: text
 from_session_warning <- "W" # a warning of a live evaluation; field: text
+from_session_signal <- "k" # during an evaluation: send signal to pid, a process the session cannot signal itself (answered by signalled)
+from_session_signal_fields <- c("pid", "signal", "start_time")
 # Markers on a session's output stream: a byte printed text never holds, then the marker's type.
 marker_eval <- as.raw(c(0L, 0L))
 marker_sync <- as.raw(c(0L, 1L))
@@ -54,3 +57,4 @@ network_words <- c(host = "host", none = "none")
 filesystem_words <- c(minimal = "minimal", host = "host")
 format_words <- c(json = "json", rds = "rds")
 source_words <- c(script = "script", rdata = "rdata", stream = "stream")
+signal_words <- c(none = "none", TERM = "TERM", KILL = "KILL", INT = "INT")

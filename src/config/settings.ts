@@ -222,7 +222,15 @@ export const SETTINGS = {
     }),
     sessionProcesses: new Setting(number, { env: "ROCK_R_SESSION_PROCESSES", default: 64, meaning: "RLIMIT_NPROC of each session's uid" }),
     maxSessions: new Setting(number, { env: "ROCK_R_MAX_SESSIONS", default: 100, meaning: "429 past it" }),
-    maxSessionsPerUser: new Setting(number, { env: "ROCK_R_MAX_SESSIONS_PER_USER", default: 10, meaning: "429 past it" }),
+    // Opal opens every R and DataSHIELD session of all its users with one account, Armadillo as
+    // `administrator`: a limit per account would refuse their users, so none unless a deployment asks.
+    maxSessionsPerUser: new Setting(number, {
+      env: "ROCK_R_MAX_SESSIONS_PER_USER",
+      default: 0,
+      shown: "0: no limit",
+      meaning:
+        "429 past it, suspended sessions counted, for deployments where people sign in themselves; <= 0: none, as behind Opal or Armadillo, which open the sessions of all their users with one account ([Sessions per account](operations.md#sessions-per-account))",
+    }),
     // A typo of a few zeros would otherwise fork that many R processes where nothing else bounds them.
     spareSessions: new Setting(integer(0, 100), {
       env: "ROCK_R_SPARE_SESSIONS",

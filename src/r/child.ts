@@ -1,8 +1,8 @@
 import type { Socket } from "node:net";
 import { StringDecoder } from "node:string_decoder";
-import { decodeFields, onlyField } from "./fields.js";
+import { decodeFields, onlyField, type FieldValue } from "./fields.js";
 import { FrameReader, ProtocolError, type Frame, type PayloadSink } from "./frames.js";
-import { DRAIN, isLive } from "./protocol.js";
+import { DRAIN, isLive, signalledFrame } from "./protocol.js";
 import { FROM_SESSION, lettersOf, MARKER, MARKER_LEAD, ONE_READ, type Letter } from "./protocol-table.js";
 import { SESSION_ENDED } from "./errors.js";
 import { signalProcess } from "./signals.js";
@@ -30,6 +30,21 @@ export type Outcome =
   | { readonly ok: true; readonly value: Buffer }
   /** `ended`: the process ended before it answered, `error` says so; otherwise R's own error. */
   | { readonly ok: false; readonly error: string; readonly ended?: true };
+
+/** A session's request to signal a process it cannot signal itself (see protocol.ts, signals to peers). */
+export interface SignalRequest {
+  readonly pid: number;
+  /** `none`: only whether it may, and when the process started. */
+  readonly signal: FieldValue<"signal">;
+  /** When the process the session means started, as ps counts it (seconds since the epoch); undefined: any. */
+  readonly startTime: number | undefined;
+}
+
+/**
+ * Decides a session's signal request and carries it out: when the process started (as ps counts it),
+ * or undefined when refused.
+ */
+export type SignalBroker = (request: SignalRequest) => Promise<number | undefined>;
 
 const ENDED: Outcome = { ok: false, error: SESSION_ENDED, ended: true };
 const EMPTY = Buffer.alloc(0);
@@ -78,6 +93,10 @@ export class RChild {
   private markerPending = false;
   private ended = false;
   private readonly closeListeners: Array<() => void> = [];
+  /** Who decides the session's signal requests; none: each is refused. */
+  private broker: SignalBroker | undefined;
+  /** A signal request is being decided: R waits for its answer. */
+  private signalling = false;
 
   constructor(
     readonly pid: number,
@@ -108,6 +127,11 @@ export class RChild {
   onClose(listener: () => void): void {
     if (this.ended) listener();
     else this.closeListeners.push(listener);
+  }
+
+  /** `broker` decides the signal requests of the session this process serves from now on. */
+  answerSignals(broker: SignalBroker): void {
+    this.broker = broker;
   }
 
   /**
@@ -182,12 +206,32 @@ export class RChild {
 
   private onFrames(frames: Answer[]): void {
     const running = this.running;
-    if (!running) return;
-    if (running.live) {
-      running.frames.push(...frames);
-      return this.release(running);
+    if (!running) {
+      if (frames.some((frame) => frame.type === FROM_SESSION.signal.letter)) this.kill();
+      return;
     }
-    for (const frame of frames) this.answer(frame);
+    for (const frame of frames) {
+      if (frame.type === FROM_SESSION.signal.letter) this.signalFor(running, frame);
+      else if (running.live) running.frames.push(frame);
+      else this.answer(frame);
+    }
+    if (running.live) this.release(running);
+  }
+
+  /**
+   * Has the broker decide a signal request of `running` and answers it, only while `running` is still
+   * the request under way: once R answered it, R reads its next request and nothing else.
+   */
+  private signalFor(running: Running, frame: Answer): void {
+    if (this.signalling) return this.kill();
+    this.signalling = true;
+    const { pid, signal, startTime } = decodeFields(FROM_SESSION.signal, frame.payload);
+    const request: SignalRequest = { pid, signal, startTime: startTime === "" ? undefined : Number(startTime) };
+    const decided = this.broker ? this.broker(request).catch(() => undefined) : Promise.resolve(undefined);
+    void decided.then((started) => {
+      this.signalling = false;
+      if (this.running === running && !this.ended) this.main.write(signalledFrame(started));
+    });
   }
 
   private onOutput(chunk: Buffer): void {

@@ -12,6 +12,7 @@ import type { RServerProcess } from "./rserver.js";
 import { RSession, type SessionStart } from "./session.js";
 import type { EngineEvent } from "./engine/events.js";
 import { type Fork, processOf, SessionHomes } from "./engine/homes.js";
+import { PeerSignals } from "./engine/peer-signals.js";
 import { probe } from "./engine/probe.js";
 import { type ShareInstalls, SharedInstalls } from "./packages/shared-installs.js";
 import { SessionRecords } from "./engine/records.js";
@@ -50,6 +51,8 @@ export interface REngineOptions {
    * unless `none` (then install.packages() refuses); unset: neither.
    */
   readonly sessionInstalls?: SessionInstalls;
+  /** packages.repos: what sessions install from when they name no repository; unset or empty: R's own. */
+  readonly repos?: readonly string[];
   /**
    * How a session's installs are shared with every session, for a session whose owner may install
    * for all (createSession's `installsForAll`) when packages.sessionInstalls is `auto`; unset: never.
@@ -104,6 +107,10 @@ export class REngine {
   private readonly quotaOf = new Map<string, SessionQuota>();
   /** Sessions the kernel ended for their memory, and how to say it, the latest ENDED_REMEMBERED. */
   private readonly endedSessions = new Map<string, Fault>();
+  /** Sessions whose process ended on its own and that were not deleted since, with their owners, the latest ENDED_REMEMBERED. */
+  private readonly lostSessions = new Map<string, string>();
+  /** What a session may do to its owner's other sessions' processes. */
+  private readonly peers = new PeerSignals({ session: (id) => this.sessionsById.get(id), serverPid: () => this.serverPid });
 
   constructor(private readonly options: REngineOptions) {
     this.log = options.log;
@@ -141,6 +148,7 @@ export class REngine {
       onProcess: (id, fork) => {
         if (fork?.quota) this.quotaOf.set(id, fork.quota);
         else this.quotaOf.delete(id);
+        this.peers.track(id, fork);
       },
       // Its uid and its place under r.maxSessions are free again: a spare can take them.
       freed: () => this.pool.fill(),
@@ -285,6 +293,25 @@ export class REngine {
     return session;
   }
 
+  /**
+   * Ends session `id` for its owner's DELETE, once `allowed(owner)` returned (it throws when the caller
+   * may not). A session whose process ended on its own (ended from another of its owner's sessions,
+   * quit(), R crashed) has already ended, but Rock keeps such a session until it is deleted, and
+   * clients end a busy session that way and then delete it: its first DELETE is answered as an open
+   * session's, and ends nothing more.
+   */
+  async deleteSession(id: string, allowed: (owner: string) => void): Promise<void> {
+    const lostOwner = this.lostSessions.get(id);
+    if (lostOwner !== undefined) {
+      allowed(lostOwner);
+      this.lostSessions.delete(id);
+      return;
+    }
+    const session = this.session(id);
+    allowed(session.subject);
+    await session.end();
+  }
+
   sessions(): RSession[] {
     return [...this.sessionsById.values()];
   }
@@ -381,6 +408,8 @@ export class REngine {
     this.sessionsById.set(id, session);
     session.onEnd(() => {
       this.sessionsById.delete(id);
+      // One the kernel ended for its memory says so instead.
+      if (session.lostProcess && !this.endedSessions.has(id)) remember(this.lostSessions, id, subject);
       this.emit({ kind: "session-closed", id, user: subject });
     });
     return session;
@@ -440,13 +469,13 @@ async function availableMemoryKb(): Promise<number> {
 /** How many ended sessions' reasons are kept for later calls on them. */
 const ENDED_REMEMBERED = 1000;
 
-function remember(ended: Map<string, Fault>, id: string, fault: Fault): Fault {
-  ended.set(id, fault);
+function remember<T>(ended: Map<string, T>, id: string, what: T): T {
+  ended.set(id, what);
   for (const oldest of ended.keys()) {
     if (ended.size <= ENDED_REMEMBERED) break;
     ended.delete(oldest);
   }
-  return fault;
+  return what;
 }
 
 function sum(values: Iterable<number>): number {

@@ -18,8 +18,8 @@ export type FieldValue<N extends FieldName> = ValueOf<(typeof FIELDS)[N]>;
 /** The values of a frame's fields, by name. */
 export type FieldsOf<S extends FrameSpec> = { readonly [N in S["fields"][number]]: FieldValue<N> };
 
-/** Fields Node reads: R writes text, decimal numbers and JSON. */
-type Readable = { [N in FieldName]: (typeof FIELDS)[N] extends "text" | "int" | "bytes" ? N : never }[FieldName];
+/** Fields Node reads: R writes text, decimal numbers, one of a few words and JSON. */
+type Readable = { [N in FieldName]: (typeof FIELDS)[N] extends "flag" ? never : N }[FieldName];
 
 type Spec = FrameSpec & { readonly letter: AnyLetter };
 
@@ -90,8 +90,13 @@ function fieldValue(name: Readable, bytes: Buffer): string | number | Buffer {
   if (kind === "bytes") return bytes;
   const text = bytes.toString("utf8");
   if (kind === "text") return text;
-  if (!/^\d+$/.test(text)) throw new ProtocolError(`the field ${name} is not a whole number: ${JSON.stringify(text)}`);
-  return Number(text);
+  if (kind === "int") {
+    if (!/^\d+$/.test(text)) throw new ProtocolError(`the field ${name} is not a whole number: ${JSON.stringify(text)}`);
+    return Number(text);
+  }
+  const words: readonly string[] = kind;
+  if (!words.includes(text)) throw new ProtocolError(`the field ${name} is not one of ${words.join(", ")}: ${JSON.stringify(text)}`);
+  return text;
 }
 
 /** The one field of a payload, as a view: an answer's JSON, read with no copy and no scan. */

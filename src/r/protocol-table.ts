@@ -64,6 +64,13 @@ export const FIELDS = {
   json: "bytes",
   /** The file a session's state is saved into or restored from (src/r/session-state.R), or a session's value pipe (value-pipe.ts). */
   path: "text",
+  /** What a session asks Node to send a process (src/r/peer-signals.R); `none`: only whether it may, and when the process started. */
+  signal: ["none", "TERM", "KILL", "INT"],
+  /**
+   * When a process started, as R's package ps counts it: seconds since the epoch, a decimal that reads
+   * back to the same double; empty in a request: any, in an answer: refused.
+   */
+  startTime: "text",
 } as const satisfies Record<string, FieldKind>;
 
 export type FieldName = keyof typeof FIELDS;
@@ -132,9 +139,14 @@ export const TO_SESSION = {
     doc: "restore the state saved in path, before any other request (answered by an empty value, or an error)",
     fields: ["path"],
   },
+  signalled: {
+    letter: "g",
+    doc: "the answer to a session's signal: startTime when Node granted it and sent the signal, empty when refused",
+    fields: ["startTime"],
+  },
 } as const satisfies Record<string, FrameSpec>;
 
-/** A session -> Node: the greeting of each of its two sockets, then on the main one answers and events. */
+/** A session -> Node: the greeting of each of its two sockets, then on the main one answers, events and signal requests. */
 export const FROM_SESSION = {
   main: { letter: "C", doc: "greeting of the main socket", fields: ["token", "pid", "proof"] },
   output: {
@@ -148,6 +160,11 @@ export const FROM_SESSION = {
   error: { letter: "X", doc: "the request failed", fields: ["error"] },
   message: { letter: "M", doc: "a message of a live evaluation", fields: ["text"] },
   warning: { letter: "W", doc: "a warning of a live evaluation", fields: ["text"] },
+  signal: {
+    letter: "k",
+    doc: "during an evaluation: send signal to pid, a process the session cannot signal itself (answered by signalled)",
+    fields: ["pid", "signal", "startTime"],
+  },
 } as const satisfies Record<string, FrameSpec>;
 
 export type Letter<Frames extends Record<string, FrameSpec>> = Frames[keyof Frames]["letter"];

@@ -28,6 +28,14 @@
  * bytes is read at once, so a signal can only land before any of it was read, and R keeps it for that
  * request; for a larger one Node holds the signal back until its START marker. A signal may land after
  * the evaluation it aimed at ended: Node then sends drain before the next request, so R consumes it there.
+ *
+ * Signals to peers. During an evaluation R may ask Node, with a signal frame on the main socket, to signal
+ * a process it cannot signal itself (src/r/peer-signals.R: a process of another session of the same
+ * owner, src/r/engine/peer-signals.ts), and waits for the one signalled frame that answers it before it
+ * goes on: one such request at a time, answered only while the request that asked still runs, so the
+ * answer always precedes the next request on the socket and R always reads it (an interrupt that lands
+ * while R waits for it is held until it came). A second request before the answer, or one outside an
+ * evaluation, breaks the protocol.
  */
 import { encodeFrame } from "./frames.js";
 import { frameOf, type FieldsOf, type FieldValue } from "./fields.js";
@@ -101,6 +109,11 @@ export function versionFrame(format: ValueFormat): Buffer {
 /** Saves the session's state into `path`, the process living on. */
 export function saveFrame(path: string): Buffer {
   return frameOf(TO_SESSION.save, { path });
+}
+
+/** The answer to a session's signal request: when the process started, when granted; undefined: refused. */
+export function signalledFrame(startTime: number | undefined): Buffer {
+  return frameOf(TO_SESSION.signalled, { startTime: startTime === undefined ? "" : String(startTime) });
 }
 
 /** Restores the state saved in `path`: a resumed session's first request. */

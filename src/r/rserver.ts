@@ -22,6 +22,8 @@ const PROTOCOL_R = fromRoot("gen/r/protocol.R");
 const SESSION_STATE_R = fromRoot("src/r/session-state.R");
 /** A session's loop (serve, evaluate, the value encoders), which worker.R reads third. */
 const SESSION_LOOP_R = fromRoot("src/r/session-loop.R");
+/** Signals to the owner's other sessions, asked of Node, which worker.R reads fourth. */
+const PEER_SIGNALS_R = fromRoot("src/r/peer-signals.R");
 const START_TIMEOUT_MS = 30_000;
 const FORK_TIMEOUT_MS = 15_000;
 /** How often a fork not yet connected is looked at: a session that could not start is said this soon. */
@@ -47,6 +49,8 @@ export interface RServerOptions {
   readonly profile?: string;
   /** packages.sessionInstalls: with `none`, the server's install.packages() refuses, saying so. */
   readonly sessionInstalls?: SessionInstalls;
+  /** packages.repos: what sessions install from when they name no repository (empty: R's own). */
+  readonly repos?: readonly string[];
 }
 
 interface PendingFork {
@@ -85,8 +89,8 @@ function serverEnv(options: RServerOptions): NodeJS.ProcessEnv {
 
 function workerArgs(executable: string): string[] {
   return basename(executable).startsWith("Rscript")
-    ? ["--vanilla", WORKER_SCRIPT, PROTOCOL_R, SESSION_STATE_R, SESSION_LOOP_R]
-    : ["--vanilla", "--slave", "-f", WORKER_SCRIPT, "--args", PROTOCOL_R, SESSION_STATE_R, SESSION_LOOP_R];
+    ? ["--vanilla", WORKER_SCRIPT, PROTOCOL_R, SESSION_STATE_R, SESSION_LOOP_R, PEER_SIGNALS_R]
+    : ["--vanilla", "--slave", "-f", WORKER_SCRIPT, "--args", PROTOCOL_R, SESSION_STATE_R, SESSION_LOOP_R, PEER_SIGNALS_R];
 }
 
 /**
@@ -163,7 +167,7 @@ export class RServerProcess {
     }
     child.stdin?.on("error", () => undefined);
     child.stdin?.end(
-      `${port}\n${token}\n${options.isolated ? 1 : 0}\n${options.profile ?? ""}\n${options.setupLibrary ?? ""}\n${options.sessionInstalls ?? "auto"}\n`,
+      `${port}\n${token}\n${options.isolated ? 1 : 0}\n${options.profile ?? ""}\n${options.setupLibrary ?? ""}\n${options.sessionInstalls ?? "auto"}\n${(options.repos ?? []).join(" ")}\n`,
     );
     try {
       const { socket, hello } = await new Promise<{ socket: Socket; hello: { version: string; pid: number } }>((resolve, reject) => {

@@ -121,6 +121,9 @@ evaluate <- function(con, out, work, announce, live) {
     cat("Warning: ", condition_text(w), "\n", file = out, sep = "")
     invokeRestart("muffleWarning")
   }
+  # Node answers a signal request (peer-signals.R) only while the request that asked runs.
+  peer$con <- con
+  on.exit(peer$con <- NULL)
   answer(live, value_parts(allowInterrupts(withCallingHandlers(work(), message = on_message, warning = on_warning))))
 }
 
@@ -244,6 +247,7 @@ session <- function(token, workdir, tmpdir, links = NULL) {
 # - eval: the evaluation's error, or "interrupted", is its answer.
 # Uncaught, an interrupt would end this non-interactive R.
 serve <- function(con, out) {
+  peer$pid <- Sys.getpid()
   pending <- NULL
   live <- FALSE
   step <- "read"

@@ -152,6 +152,8 @@ export class RSession implements SessionInfo {
   private readonly queue: Job[] = [];
   private active = false;
   private ended = false;
+  /** Its process ended on its own, not by the service. */
+  private lost = false;
   private endReason: Fault | undefined;
   private readonly endListeners: Array<() => void> = [];
   /** Why the service stopped the session (shutDown): what it was running failed for that. */
@@ -194,6 +196,11 @@ export class RSession implements SessionInfo {
 
   get closed(): boolean {
     return this.ended;
+  }
+
+  /** It ended because its process ended on its own (killed from outside, quit(), R crashed), not by the service. */
+  get lostProcess(): boolean {
+    return this.lost;
   }
 
   get suspended(): boolean {
@@ -404,7 +411,9 @@ export class RSession implements SessionInfo {
     // Its process ending on its own (killed, its memory, R crashed) ends the session; not one the
     // service ended itself after saving the state.
     process.child.onClose(() => {
-      if (this.process === process) void this.end();
+      if (this.process !== process) return;
+      this.lost = true;
+      void this.end();
     });
   }
 

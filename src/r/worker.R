@@ -1,10 +1,10 @@
 # The R side of the engine: one R server process that forks a child per session.
 #
-# Started with three arguments, the R files it reads into its environment first: gen/r/protocol.R,
-# src/r/session-state.R and src/r/session-loop.R (a session's loop: this file is the server's boot,
-# confinement and fork loop). Node writes six lines on stdin (loopback port, secret token, 1 when
+# Started with four arguments, the R files it reads into its environment first: gen/r/protocol.R,
+# src/r/session-state.R, src/r/session-loop.R (a session's loop: this file is the server's boot,
+# confinement and fork loop) and src/r/peer-signals.R. Node writes six lines on stdin (loopback port, secret token, 1 when
 # sessions are isolated, the path of the administrator's R profile or nothing, the setup library or
-# nothing, packages.sessionInstalls), the server connects back and then answers control frames. The frames are listed in src/r/protocol-table.ts, and their use
+# nothing, packages.sessionInstalls, packages.repos separated by spaces or nothing), the server connects back and then answers control frames. The frames are listed in src/r/protocol-table.ts, and their use
 # (sockets, markers, interrupts) is described at the top of src/r/protocol.ts.
 # Everything lives inside local() so that a session's global environment starts empty.
 #
@@ -20,10 +20,12 @@ local({
   sys.source(commandArgs(trailingOnly = TRUE)[2L], envir = environment())
   # A session's loop and its answers (src/r/session-loop.R, the script's third argument).
   sys.source(commandArgs(trailingOnly = TRUE)[3L], envir = environment())
+  # Signals to the owner's other sessions, asked of Node (src/r/peer-signals.R, the fourth argument).
+  sys.source(commandArgs(trailingOnly = TRUE)[4L], envir = environment())
 
   stdin_con <- file("stdin")
   open(stdin_con)
-  boot <- readLines(stdin_con, n = 6L)
+  boot <- readLines(stdin_con, n = 7L)
   close(stdin_con)
   port <- as.integer(boot[1L])
   server_token <- boot[2L]
@@ -188,10 +190,23 @@ local({
     }, error = function(e) paste0("R profile ", path, " failed: ", described("Error", e)))
   }
 
+  # The repositories a session's install.packages() uses when it names none, as the package API's:
+  # packages.repos, else R's own with its "@CRAN@" placeholder made a real mirror, as Rock's profile does
+  # (an R with none set refuses non-interactively: "trying to use CRAN without setting a mirror").
+  # The administrator's R profile, run next, may set others.
+  repos <- strsplit(boot[7L], " ", fixed = TRUE)[[1L]]
+  if (length(repos) == 0L || is.na(boot[7L])) {
+    repos <- getOption("repos")
+    repos[repos == "@CRAN@"] <- "https://cloud.r-project.org"
+  }
+  options(repos = repos)
+
   # packages.sessionInstalls none: sessions have no library of their own, and install.packages()
   # (which remotes' installs end in) says why instead of R's "unable to install packages".
   if (identical(boot[6L], "none")) refuse_installs()
 
+  # Before the profile, which may load ps: sessions' signals to their owner's other sessions.
+  wrap_when_loaded()
   # Before connecting back: Node bounds the start as a whole, but a connection's greeting more tightly.
   profile_error <- if (!unix_missing) run_profile(profile)
   # What a session's saved environment variables are told apart from (session-state.R): every session

@@ -3,7 +3,7 @@ import type * as grpcJs from "@grpc/grpc-js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { rest, grpcClients, metadataFor, call } from "../support/clients.js";
 import { createPackageWorld, inspectSerialized, type PackageWorld } from "./fixtures.js";
-import type { InstallPackageStreamResponse, ListPackagesResponse } from "../../gen/grpc-js/rock/r/v1/rservice.js";
+import type { InstallPackageStreamResponse, ListPackagesResponse, UpdatePackagesResponse } from "../../gen/grpc-js/rock/r/v1/rservice.js";
 
 const octet = { accept: "application/octet-stream, application/json" };
 
@@ -104,15 +104,31 @@ describe("R packages through REST and gRPC", function () {
     expect(code).to.equal(7);
   });
 
-  it("updates every package (PUT /rserver/packages): 200 with no body, as the contract; gRPC OK", async () => {
+  it("updates every package (PUT /rserver/packages): 200 naming what it updated; gRPC OK", async () => {
     await world.publish("dsTestA", "1.1.0");
     const res = await rest(server.url, "PUT", "/rserver/packages", { user: "manager" });
     expect(res.status, res.text).to.equal(200);
-    expect(res.text).to.equal("");
-    expect(res.headers.get("content-type")).to.equal(null);
+    expect(res.headers.get("content-type")).to.equal("application/json");
+    expect(res.json()).to.deep.equal({ updated: ["dsTestA"], failed: [] });
     const desc = await rest(server.url, "GET", "/rserver/package/dsTestA", { user: "admin" });
     expect(desc.json<Record<string, string>>()).to.include({ Version: "1.1.0" });
-    await call((cb) => grpc.r.updatePackages({}, metadataFor("admin"), cb));
+    const again = await call<UpdatePackagesResponse>((cb) => grpc.r.updatePackages({}, metadataFor("admin"), cb));
+    expect(again).to.deep.equal({ updated: [], failed: [] });
+  });
+
+  it("answers an update where one package fails to build as Rock, 200, naming it in the body and the console log, the others updated", async () => {
+    expect((await rest(server.url, "POST", "/rserver/packages?name=dsTestB", { user: "manager" })).status).to.equal(204);
+    await world.publish("dsTestB", "1.1.0", { broken: true });
+    await world.publish("dsTestA", "1.2.0");
+    const res = await rest(server.url, "PUT", "/rserver/packages", { user: "manager" });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.json()).to.deep.equal({ updated: ["dsTestA"], failed: ["dsTestB"] });
+    const version = async (name: string) =>
+      (await rest(server.url, "GET", `/rserver/package/${name}`, { user: "admin" })).json<{ Version: string }>().Version;
+    expect(await version("dsTestA")).to.equal("1.2.0");
+    expect(await version("dsTestB"), "the failed package keeps its version").to.equal("1.0.0");
+    const log = await rest(server.url, "GET", "/rserver/_log?limit=1000", { user: "admin", headers: { accept: "text/plain" } });
+    expect(log.text).to.include("Packages that could not be updated: dsTestB");
   });
 
   it("reads packages while the R server is stopped (each read runs in an R of its own), over REST and gRPC", async () => {

@@ -19,8 +19,11 @@ export interface PackageWorld {
   readonly gitOrganization: string;
   /** Environment for every R the tests start. */
   readonly env: Record<string, string>;
-  /** Replaces the repository's version of a package by `version` (for update). */
-  publish(name: keyof typeof PACKAGES, version: string): Promise<void>;
+  /**
+   * Replaces the repository's version of a package by `version` (for update); `changes` alter the
+   * package for that version (`{ broken: true }`: one that builds but fails to install).
+   */
+  publish(name: keyof typeof PACKAGES, version: string, changes?: Partial<TestPackage>): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -159,11 +162,11 @@ async function buildWorld(root: string): Promise<PackageWorld> {
     gitHost: pathToFileURL(join(root, "git")).href,
     gitOrganization: GIT_ORGANIZATION,
     env,
-    async publish(name, version) {
+    async publish(name, version, changes = {}) {
       for (const file of await readdir(contrib)) {
         if (file.startsWith(`${name}_`)) await rm(join(contrib, file));
       }
-      await build(name, version, PACKAGES[name]);
+      await build(name, version, { ...PACKAGES[name], ...changes });
       await index();
     },
     async dispose() {

@@ -106,6 +106,14 @@ describe("package installs from an R session (packages.sessionInstalls)", functi
       expect(await helloIn("tpkgAdmin", "user2")).to.equal("shared");
     });
 
+    it("names a repository for installs that name none, as the package API's (R's own, its @CRAN@ made a mirror)", async () => {
+      const id = await open("user");
+      const repos = await value<string[]>(id, "unname(getOption('repos'))", "user");
+      expect(repos).to.not.include("@CRAN@");
+      expect(repos).to.include("https://cloud.r-project.org");
+      await close(id, "user");
+    });
+
     it("a manager's R CMD INSTALL through system() lands in the service's library too", async () => {
       const id = await open("operator");
       const code = `${packageSource("tpkgSystem", "1.0.0", "from system")}system2(file.path(R.home("bin"), "R"), c("CMD", "INSTALL", "tpkgSystem"), stdout = FALSE, stderr = FALSE)`;

@@ -160,7 +160,7 @@ describe("R server process", function () {
     const session = await rig.engine.createSession("alice");
     await session.eval(text("cat('line-a\\nline-b\\n')"), "json");
     const log = await rig.handlers.getLog!({ $typeName: "rock.r.v1.GetLogRequest", limit: 2 }, ctxOf(admin));
-    expect(log.text?.contentType).to.equal("text/plain");
+    expect(log.text?.contentType).to.equal("text/plain; charset=utf-8");
     expect(Buffer.from(log.text!.data!).toString()).to.equal("line-a\nline-b\n");
     expect(readFileSync(join(rig.dataDir, "rserver.log"), "utf8")).to.contain("line-a\nline-b\n");
 

@@ -68,7 +68,7 @@ describe("REST edge", () => {
     expect(missing.status).to.equal(404);
     const wrong = await rest(server.url, "PATCH", "/ws/draft/networks", { user: "editor" });
     expect(wrong.status).to.equal(405);
-    expect(wrong.headers.get("allow")).to.equal("GET, POST");
+    expect(wrong.headers.get("allow")).to.equal("GET, HEAD, POST");
   });
 
   it("reads repeated and comma-separated list parameters", async () => {

@@ -244,6 +244,7 @@ describe("OpenAPI description against the server", function () {
   it("describes what the R service answers", async () => {
     const admin = (o: RestOptions = {}): RestOptions => ({ user: "admin", ...o });
     await call("GET", "/_info", "/_info");
+    await call("GET", "/", "/");
     await call("GET", "/_check", "/_check");
     const created = await call("POST", "/r/sessions", "/r/sessions", admin());
     expect(created.status).to.equal(201);

@@ -32,6 +32,8 @@ const R_PACKAGES = [
   { name: "progress", debian: "r-cran-progress" },
   { name: "remotes", debian: "r-cran-remotes" },
   { name: "BiocManager", debian: "r-cran-biocmanager" },
+  // Armadillo ends a busy session through ps (test/interop/armadillo-replay.test.ts, test/r/peer-signals.test.ts).
+  { name: "ps", debian: "r-cran-ps" },
   { name: "rockr", debian: undefined },
 ] as const;
 

@@ -38,6 +38,15 @@ export function sessionsRoot(config: RConfig, dataDir: string, isolated: boolean
   return join(tmpdir(), `rock-sessions-${tag}`);
 }
 
+/** Whether others (isolated sessions) can list `dir` and pass through every folder above it; false when it is missing. */
+export function listableByOthers(dir: string): boolean {
+  try {
+    return (statSync(dir).mode & 0o004) !== 0 && searchableByOthers(dir);
+  } catch {
+    return false;
+  }
+}
+
 /** Every folder from `dir` up to the root has o+x. */
 export function searchableByOthers(dir: string): boolean {
   for (let d = resolve(dir); ; d = dirname(d)) {

@@ -90,8 +90,20 @@ export async function reapSession(uid: number, group: SessionGroup | undefined):
   return reapUid(uid, uid);
 }
 
-/** Clock ticks per second of /proc's CPU times (USER_HZ): 100 on every Linux ABI Node runs on. */
-const USER_HZ = 100;
+/**
+ * Sends `signal` to `pid` from a process running as `uid`: the kernel lets it reach only a process of
+ * that uid, so a pid that another uid's process took meanwhile is never signalled. True once sent.
+ */
+export function signalAs(uid: number, pid: number, signal: "TERM" | "KILL" | "INT"): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sender = spawn("/bin/sh", ["-c", 'kill -s "$0" "$1"', signal, String(pid)], { uid, gid: uid, stdio: "ignore", env: {} });
+    sender.once("error", () => resolve(false));
+    sender.once("exit", (code) => resolve(code === 0));
+  });
+}
+
+/** Clock ticks per second of /proc's CPU and start times (USER_HZ): 100 on every Linux ABI Node runs on. */
+export const USER_HZ = 100;
 
 /** The fields of /proc/<pid>/stat after the command name (state first); undefined once it is gone. */
 async function statFields(pid: number): Promise<string[] | undefined> {
@@ -108,6 +120,33 @@ async function statFields(pid: number): Promise<string[] | undefined> {
 export async function cpuSeconds(pid: number): Promise<number | undefined> {
   const fields = await statFields(pid);
   return fields && (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+}
+
+/**
+ * A live process: its uid (undefined unless its real, effective, saved and file system uids are all
+ * that one) and when it started, in clock ticks after boot; undefined once it has ended.
+ */
+export async function processIdentity(pid: number): Promise<{ uid: number | undefined; startTicks: number } | undefined> {
+  const fields = await statFields(pid);
+  if (fields === undefined || fields[0] === "Z") return undefined;
+  let status: string;
+  try {
+    status = await readFile(`/proc/${pid}/status`, "utf8");
+  } catch {
+    return undefined;
+  }
+  const uids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status)?.slice(1);
+  const uid = uids?.every((u) => u === uids[0]) ? Number(uids[0]) : undefined;
+  // starttime is /proc/<pid>/stat's 22nd field, the 20th after the command name.
+  return { uid, startTicks: Number(fields[19]) };
+}
+
+let bootTime: Promise<number> | undefined;
+
+/** When the host booted, in seconds since the epoch (/proc/stat's btime), which process start times count from. */
+export function bootSeconds(): Promise<number> {
+  bootTime ??= readFile("/proc/stat", "utf8").then((stat) => Number(/^btime\s+(\d+)/m.exec(stat)?.[1]));
+  return bootTime;
 }
 
 /** Whether the process has ended (gone, or a zombie its parent has not collected yet). */

@@ -17,6 +17,8 @@ export interface SupervisorOptions {
   readonly library?: string;
   /** See REngineOptions.sessionInstalls. */
   readonly sessionInstalls?: SessionInstalls;
+  /** See REngineOptions.repos. */
+  readonly repos?: readonly string[];
   readonly emit: (event: EngineEvent) => void;
   /** Runs once, before the first start: what a previous run of the service left behind goes. */
   readonly cleanup: () => Promise<void>;
@@ -155,6 +157,7 @@ export class RServerSupervisor {
       ...(library ? { library } : {}),
       ...(profile ? { profile } : {}),
       ...(this.options.sessionInstalls ? { sessionInstalls: this.options.sessionInstalls } : {}),
+      ...(this.options.repos ? { repos: this.options.repos } : {}),
     });
     this.current = server;
     this.rVersion = server.version;

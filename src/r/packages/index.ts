@@ -8,6 +8,7 @@ export {
   type PackageMatrixJson,
   type PackageSettingsJson,
   type RemovedPackages,
+  type UpdatedPackages,
 } from "./manager.js";
 export type { RunOptions } from "./runner.js";
 export {

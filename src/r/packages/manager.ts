@@ -74,6 +74,13 @@ export interface InstalledPackage {
   readonly version: string;
 }
 
+export interface UpdatedPackages {
+  /** Installed in the repositories' newer version. */
+  readonly updated: string[];
+  /** A newer version is in the repositories, but it could not be installed (R's output says why). */
+  readonly failed: string[];
+}
+
 export interface RemovedPackages {
   readonly removed: string[];
   /** Not in the managed library: nothing to do for them. */
@@ -136,9 +143,12 @@ export class PackageManager {
     return this.mutate(async () => parseJson<InstalledPackage>(await this.run(`install ${describeInstall(env)}`, env, run)));
   }
 
-  /** Updates every package that the repositories hold in a newer version, into the managed library. */
-  async update(run: RunOptions = {}): Promise<void> {
-    await this.mutate(() => this.run("update all packages", { ROCK_PKG_OP: "update" }, run));
+  /**
+   * Updates every package that the repositories hold in a newer version, into the managed library.
+   * One that fails leaves the others updated and is named in the answer, and in the console log.
+   */
+  async update(run: RunOptions = {}): Promise<UpdatedPackages> {
+    return this.mutate(async () => parseJson<UpdatedPackages>(await this.run("update all packages", { ROCK_PKG_OP: "update" }, run)));
   }
 
   /** Names may be repeated and/or comma separated. Names not installed in the managed library are skipped. */

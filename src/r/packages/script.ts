@@ -48,7 +48,7 @@ local({
     as.character(utils::packageDescription(pkg, lib.loc = lib, fields = "Version"))
   }
 
-  # install.packages and update.packages report most failures as warnings only.
+  # install.packages reports most failures as warnings only.
   failure_warning <- "non-zero exit status|is not available|download of package .* failed"
   with_warnings <- function(expr) {
     warnings <- character(0)
@@ -152,11 +152,20 @@ local({
     }
 
     if (op == "update") {
-      result <- with_warnings(utils::update.packages(ask = FALSE, repos = repos, instlib = lib))
-      if (length(result$failures) > 0) {
-        fail("error", paste0("Packages could not be updated: ", paste(result$failures, collapse = "; ")))
-      }
-      return(write_json(list(updated = jsonlite::unbox(TRUE))))
+      # As Rock: a package that fails (to download, to build) leaves the others updated and the
+      # operation answered; its failure is named rather than an error of the whole update.
+      available <- utils::available.packages(repos = repos)
+      old <- utils::old.packages(repos = repos, available = available)
+      if (is.null(old)) return(write_json(list(updated = I(character(0)), failed = I(character(0)))))
+      utils::update.packages(oldPkgs = old, available = available, ask = FALSE, repos = repos, instlib = lib)
+      names <- unique(unname(old[, "Package"]))
+      newer <- vapply(names, function(pkg) {
+        version <- installed_version(pkg)
+        !is.na(version) && package_version(version) >= package_version(old[match(pkg, old[, "Package"]), "ReposVer"])
+      }, logical(1))
+      failed <- names[!newer]
+      if (length(failed) > 0) message("Packages that could not be updated: ", paste(failed, collapse = ", "))
+      return(write_json(list(updated = I(names[newer]), failed = I(failed))))
     }
 
     if (op == "remove") {

@@ -4,6 +4,7 @@ import type { SessionDirs } from "../session.js";
 import { ValueFeed } from "../value-feed.js";
 import { Base64Stream } from "./base64-stream.js";
 import { OCTET_STREAM } from "./negotiate.js";
+import { scriptDecoder, type ScriptDecoder } from "./script-charset.js";
 
 const RDATA = "application/x-rdata";
 
@@ -35,19 +36,23 @@ export interface AssignLimits {
 }
 
 /** How an assign's body is read, from its media type. */
-export type BodyKind = "script" | "base64" | "serialized";
+type BodyKind = "script" | "base64" | "serialized";
 
-export function bodyKindOf(contentType: string | undefined): BodyKind {
+function bodyKindOf(contentType: string | undefined): BodyKind {
   const type = contentType?.split(";")[0]?.trim().toLowerCase();
   return type === RDATA ? "base64" : type === OCTET_STREAM ? "serialized" : "script";
 }
 
 /**
- * An assign's body as it arrives: a script gathered (bounded by `maxScriptBytes`), a serialization
- * decoded (base64) and kept in memory while small, then handed to a ValueFeed (`feed`, set from then
- * on) for R to unserialize as it comes. `finish` gives what R assigns; `discard` gives it up.
+ * An assign's body as it arrives, read as its media type says: a script gathered (bounded by
+ * `maxScriptBytes`) and made UTF-8 by its charset (script-charset.ts), a serialization decoded
+ * (base64) and kept in memory while small, then handed to a ValueFeed (`feed`, set from then on) for
+ * R to unserialize as it comes. `finish` gives what R assigns; `discard` gives it up.
  */
 export class AssignBody {
+  private readonly kind: BodyKind;
+  /** A script's: set before any byte is read, so that a charset it cannot read is refused at once. */
+  private readonly decode: ScriptDecoder | undefined;
   private readonly base64: Base64Stream | undefined;
   private readonly held: Buffer[] = [];
   private heldBytes = 0;
@@ -56,12 +61,14 @@ export class AssignBody {
   feed: ValueFeed | undefined;
 
   constructor(
-    private readonly kind: BodyKind,
+    contentType: string | undefined,
     /** The session's folders as they are now, where the feed spools what comes before R reads. */
     private readonly dirs: () => SessionDirs,
     private readonly limits: AssignLimits,
   ) {
-    this.base64 = kind === "base64" ? new Base64Stream() : undefined;
+    this.kind = bodyKindOf(contentType);
+    this.decode = this.kind === "script" ? scriptDecoder(contentType) : undefined;
+    this.base64 = this.kind === "base64" ? new Base64Stream() : undefined;
   }
 
   async push(chunk: Uint8Array): Promise<void> {
@@ -90,8 +97,8 @@ export class AssignBody {
       await this.feed.end();
       return { kind: "stream", feed: this.feed };
     }
-    const data = requiredScript(Buffer.concat(this.held));
-    return this.kind === "script" ? { kind: "script", text: data } : { kind: "rdata", bytes: data };
+    const data = Buffer.concat(this.held);
+    return this.decode ? { kind: "script", text: requiredScript(this.decode(data)) } : { kind: "rdata", bytes: requiredScript(data) };
   }
 
   /** The assign is given up: R stops reading (its read fails) and what was spooled goes. */

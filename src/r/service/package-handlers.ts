@@ -78,8 +78,7 @@ export function createPackageHandlers(manager: PackageOperations): PackageHandle
     },
 
     async updatePackages(_request, ctx) {
-      await manager.update({ signal: ctx.signal });
-      return {};
+      return manager.update({ signal: ctx.signal });
     },
 
     async removePackages(request, ctx) {

@@ -26,9 +26,14 @@ export const PACKAGE_INSTALLERS: readonly string[] = getOption(RService.method.i
 /** The session, when it exists (404) and the caller owns it or has one of `roles` (403). */
 export function sessionFor(engine: REngine, ctx: HandlerContext, id: string, roles: readonly string[]): RSession {
   const session = engine.session(id);
+  checkAccess(ctx, id, session.subject, roles);
+  return session;
+}
+
+/** Throws 403 unless the caller is `owner`, the owner of session `id`, or has one of `roles`. */
+export function checkAccess(ctx: HandlerContext, id: string, owner: string, roles: readonly string[]): void {
   const caller = callerOf(ctx);
-  if (session.subject !== caller.name && !hasAnyRole(caller, roles)) {
+  if (owner !== caller.name && !hasAnyRole(caller, roles)) {
     throw new Fault("forbidden", `Not allowed to access R session: ${id}`);
   }
-  return session;
 }

@@ -72,7 +72,9 @@ export function serverHandlers(engine: REngine, node: NodeConfig, r: RConfig, re
     async getLog(req) {
       const lines = engine.log.last(req.limit ?? DEFAULT_LOG_LINES);
       const text = lines.length > 0 ? `${lines.join("\n")}\n` : "";
-      return { text: { contentType: "text/plain", data: Buffer.from(text, "utf8") } };
+      // R's output is UTF-8: said, so that a client that decodes text/plain as ISO-8859-1 by default
+      // (Opal's RestTemplate) reads R's quotes and accents as printed.
+      return { text: { contentType: "text/plain; charset=utf-8", data: Buffer.from(text, "utf8") } };
     },
 
     async *tailLog(req, ctx) {

@@ -11,11 +11,12 @@ import type { REngine } from "../engine.js";
 import { contentTypeOf, negotiate } from "./negotiate.js";
 import { commandMessage, sessionMessage } from "./messages.js";
 import type { AssignSource, ValueFormat } from "../protocol.js";
-import { PACKAGE_INSTALLERS, SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
+import { checkAccess, PACKAGE_INSTALLERS, SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
 import type { RSession } from "../session.js";
 import type { CommandEntry } from "../commands.js";
 import { sessionEnded } from "../errors.js";
-import { AssignBody, bodyKindOf, requiredScript, type AssignLimits, type BodyKind } from "./assign-body.js";
+import { AssignBody, requiredScript, type AssignLimits } from "./assign-body.js";
+import { scriptDecoder } from "./script-charset.js";
 
 export type SessionHandlers = Pick<
   ServiceImpl<typeof RService>,
@@ -37,9 +38,9 @@ type ExecuteEvent = MessageInitShape<typeof ExecuteResponseSchema>;
 
 const EMPTY = new Uint8Array(0);
 
-/** The script an HttpBody carries, required (see requiredScript). */
+/** The script an HttpBody carries, in UTF-8 whatever its charset (see scriptDecoder), required (see requiredScript). */
 function scriptOf(body: HttpBody | undefined): Uint8Array {
-  return requiredScript(body?.data ?? EMPTY);
+  return requiredScript(scriptDecoder(body?.contentType)(body?.data ?? EMPTY));
 }
 
 /** The session, answer format and script an evaluation names (Eval, EvalStream, Execute). */
@@ -72,12 +73,12 @@ async function assignFrom(
   session: RSession,
   symbol: string,
   async: boolean,
-  kind: BodyKind,
+  contentType: string | undefined,
   chunks: AsyncIterable<Uint8Array>,
   limits: AssignLimits,
   signal: AbortSignal,
 ): Promise<{ command?: Command }> {
-  const body = new AssignBody(kind, () => session.dirs, limits);
+  const body = new AssignBody(contentType, () => session.dirs, limits);
   // Gives a queued or running assign up when its body fails, as the client leaving does.
   const giveUp = new AbortController();
   const leave = (): void => giveUp.abort(signal.reason);
@@ -140,7 +141,7 @@ export function sessionHandlers(engine: REngine, limits: AssignLimits): SessionH
     },
 
     async deleteSession(req, ctx) {
-      await sessionFor(engine, ctx, req.id, SESSION_READERS).end();
+      await engine.deleteSession(req.id, (owner) => checkAccess(ctx, req.id, owner, SESSION_READERS));
       return {};
     },
 
@@ -152,8 +153,7 @@ export function sessionHandlers(engine: REngine, limits: AssignLimits): SessionH
     async assign(req, ctx) {
       const session = sessionFor(engine, ctx, req.id, SESSION_USERS);
       const symbol = checkedSymbol(req.symbol);
-      const kind = bodyKindOf(req.body?.contentType);
-      return assignFrom(session, symbol, req.async, kind, oneChunk(req.body?.data), limits, ctx.signal);
+      return assignFrom(session, symbol, req.async, req.body?.contentType, oneChunk(req.body?.data), limits, ctx.signal);
     },
 
     async assignStream(requests, ctx) {
@@ -170,7 +170,7 @@ export function sessionHandlers(engine: REngine, limits: AssignLimits): SessionH
           if (more && more.length > 0) yield more;
         }
       }
-      return assignFrom(session, checkedSymbol(symbol), async, bodyKindOf(contentType), chunks(), limits, ctx.signal);
+      return assignFrom(session, checkedSymbol(symbol), async, contentType, chunks(), limits, ctx.signal);
     },
 
     async eval(req, ctx) {

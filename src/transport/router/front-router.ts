@@ -84,8 +84,11 @@ export function createFrontRouter(opts: FrontRouterOptions): FrontRouter {
       const resource = resources.get(path);
       if (resource) return resource(req, res);
       const parts = path.split("/").slice(1);
-      const found = routes.find(req.method ?? "GET", parts);
-      if (found instanceof MethodsAllowed) return rest.notAllowed(req, res, path, found.methods);
+      const method = req.method ?? "GET";
+      // HEAD is GET without the body (RFC 9110 §9.3.2), which every GET route answers so: the REST
+      // edge stops at the headers. Armadillo probes the service with `HEAD /`.
+      const found = routes.find(method === "HEAD" ? "GET" : method, parts);
+      if (found instanceof MethodsAllowed) return rest.notAllowed(req, res, path, withHead(found.methods));
       if (!found) return rest.notFound(req, res, path);
       rest.serve(req, res, found, parts);
     },
@@ -96,6 +99,12 @@ export function createFrontRouter(opts: FrontRouterOptions): FrontRouter {
       return upload !== undefined && !(upload instanceof MethodsAllowed);
     },
   };
+}
+
+/** A 405's methods: HEAD beside GET, which takes it. */
+function withHead(methods: readonly string[]): readonly string[] {
+  const get = methods.indexOf("GET");
+  return get < 0 ? methods : [...methods.slice(0, get + 1), "HEAD", ...methods.slice(get + 1)];
 }
 
 function fastServing(fastUnary: FastUnary | undefined, path: string): Rpc["fast"] {

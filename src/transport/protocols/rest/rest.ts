@@ -111,7 +111,7 @@ export function createRest(opts: RestOptions): Rest {
         case "server_streaming": {
           const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
           const output = transformInvokeImplementation(route.spec, context, interceptors)(single(input));
-          return await streamOut(route, output, context, res, call, baseUrl);
+          return await streamOut(route, output, context, res, call, baseUrl, req.method === "HEAD");
         }
         case "client_streaming": {
           const input = uploadMessages(route, req, parts, opts.maxUploadBytes);
@@ -133,7 +133,8 @@ export function createRest(opts: RestOptions): Rest {
    * delimited JSON otherwise. The status is sent with the first message, so an error raised before it
    * (not found, refused) still answers with its own status. A raw stream of one message is answered
    * whole, with its length; a message whose response body is not the HttpBody (an async call's
-   * command) is answered as a unary call's.
+   * command) is answered as a unary call's. A HEAD (`headOnly`) ends at the headers, which stops the
+   * stream: a download reads no more of its file, a followed log tail waits for nothing.
    */
   async function streamOut(
     route: Route,
@@ -142,6 +143,7 @@ export function createRest(opts: RestOptions): Rest {
     res: ServerResponse,
     call: Call,
     baseUrl: string,
+    headOnly: boolean,
   ): Promise<void> {
     const it = output[Symbol.asyncIterator]();
     const raw = rawBodyField(route);
@@ -165,6 +167,7 @@ export function createRest(opts: RestOptions): Rest {
         const second = first.done ? first : await it.next();
         if (second.done) return sendAnswer(res, call, { status: 200, headers, body: { data: body?.data ?? "" } });
         writeHead(res, call, 200, headers);
+        if (headOnly) return end(res, call);
         for (let r: IteratorResult<Message> = first; !r.done; r = r === first ? second : await it.next()) {
           const hb = httpBodyIn(schema, r.value, raw);
           if (hb && hb.data.length > 0) await write(hb.data);
@@ -173,6 +176,7 @@ export function createRest(opts: RestOptions): Rest {
       }
       headers["content-type"] = "application/x-ndjson";
       writeHead(res, call, 200, headers);
+      if (headOnly) return end(res, call);
       try {
         for (let r = first; !r.done; r = await it.next()) await write(ndjsonLine(schema, r.value, route));
       } catch (err) {

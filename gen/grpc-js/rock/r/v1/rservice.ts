@@ -180,7 +180,10 @@ export interface AssignRequest {
   id: string;
   symbol: string;
   async: boolean;
-  /** application/x-rscript (an R expression) or application/x-rdata (base64 of R serialization). */
+  /**
+   * application/x-rscript (an R expression, in the charset the type names: as a script of EvalRequest)
+   * or application/x-rdata (base64 of R serialization).
+   */
   body?: HttpBody | undefined;
 }
 
@@ -193,8 +196,8 @@ export interface AssignStreamRequest {
   symbol: string;
   async: boolean;
   /**
-   * application/x-rscript, application/x-rdata (base64, line breaks ignored) or
-   * application/octet-stream (R serialization).
+   * application/x-rscript (in the charset the type names: as a script of EvalRequest),
+   * application/x-rdata (base64, line breaks ignored) or application/octet-stream (R serialization).
    */
   contentType: string;
   chunk?: HttpBody | undefined;
@@ -213,6 +216,10 @@ export interface AssignResponse {
 export interface EvalRequest {
   id: string;
   async: boolean;
+  /**
+   * The R script: bytes in the charset its `content_type` names (`application/x-rscript;
+   * charset=iso-8859-1`); without one, UTF-8, or ISO-8859-1 when they are not valid UTF-8.
+   */
   script?:
     | HttpBody
     | undefined;
@@ -236,6 +243,10 @@ export interface EvalResponse {
 export interface EvalStreamRequest {
   id: string;
   async: boolean;
+  /**
+   * The R script: bytes in the charset its `content_type` names (`application/x-rscript;
+   * charset=iso-8859-1`); without one, UTF-8, or ISO-8859-1 when they are not valid UTF-8.
+   */
   script?:
     | HttpBody
     | undefined;
@@ -260,6 +271,10 @@ export interface EvalStreamResponse {
 
 export interface ExecuteRequest {
   id: string;
+  /**
+   * The R script: bytes in the charset its `content_type` names (`application/x-rscript;
+   * charset=iso-8859-1`); without one, UTF-8, or ISO-8859-1 when they are not valid UTF-8.
+   */
   script?: HttpBody | undefined;
   accept: string;
 }
@@ -430,6 +445,10 @@ export interface UpdatePackagesRequest {
 }
 
 export interface UpdatePackagesResponse {
+  /** The packages installed in the repositories' newer version. */
+  updated: string[];
+  /** The packages whose newer version could not be installed; R's output in the console log says why. */
+  failed: string[];
 }
 
 export interface RemovePackagesRequest {
@@ -5892,11 +5911,17 @@ export const UpdatePackagesRequest: MessageFns<UpdatePackagesRequest> = {
 };
 
 function createBaseUpdatePackagesResponse(): UpdatePackagesResponse {
-  return {};
+  return { updated: [], failed: [] };
 }
 
 export const UpdatePackagesResponse: MessageFns<UpdatePackagesResponse> = {
-  encode(_: UpdatePackagesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: UpdatePackagesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.updated) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.failed) {
+      writer.uint32(18).string(v!);
+    }
     return writer;
   },
 
@@ -5913,6 +5938,22 @@ export const UpdatePackagesResponse: MessageFns<UpdatePackagesResponse> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.updated.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.failed.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5925,20 +5966,31 @@ export const UpdatePackagesResponse: MessageFns<UpdatePackagesResponse> = {
     }
   },
 
-  fromJSON(_: any): UpdatePackagesResponse {
-    return {};
+  fromJSON(object: any): UpdatePackagesResponse {
+    return {
+      updated: globalThis.Array.isArray(object?.updated) ? object.updated.map((e: any) => globalThis.String(e)) : [],
+      failed: globalThis.Array.isArray(object?.failed) ? object.failed.map((e: any) => globalThis.String(e)) : [],
+    };
   },
 
-  toJSON(_: UpdatePackagesResponse): unknown {
+  toJSON(message: UpdatePackagesResponse): unknown {
     const obj: any = {};
+    if (message.updated?.length) {
+      obj.updated = message.updated;
+    }
+    if (message.failed?.length) {
+      obj.failed = message.failed;
+    }
     return obj;
   },
 
   create<I extends Exact<DeepPartial<UpdatePackagesResponse>, I>>(base?: I): UpdatePackagesResponse {
     return UpdatePackagesResponse.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<UpdatePackagesResponse>, I>>(_: I): UpdatePackagesResponse {
+  fromPartial<I extends Exact<DeepPartial<UpdatePackagesResponse>, I>>(object: I): UpdatePackagesResponse {
     const message = createBaseUpdatePackagesResponse();
+    message.updated = object.updated?.map((e) => e) || [];
+    message.failed = object.failed?.map((e) => e) || [];
     return message;
   },
 };
@@ -6894,6 +6946,10 @@ export const RemovePackageResponse: MessageFns<RemovePackageResponse> = {
  */
 export type RServiceService = typeof RServiceService;
 export const RServiceService = {
+  /**
+   * The service's identity. `/` answers as `/_info` does, as Rock's does: Armadillo tells from a `HEAD /`
+   * whether the R server runs.
+   */
   getInfo: {
     path: "/rock.r.v1.RService/GetInfo" as const,
     requestStream: false as const,
@@ -7199,8 +7255,10 @@ export const RServiceService = {
     responseDeserialize: (value: Buffer): ListPackagesResponse => ListPackagesResponse.decode(value),
   },
   /**
-   * Updates every installed package from the repositories. Over REST: 200 without a body, as the
-   * contract lists (installs and removals answer 204).
+   * Updates every installed package that the repositories hold in a newer version. A package that
+   * cannot be updated (its download or its build fails) leaves the others updated and is named in the
+   * answer and in the console log: as Rock, the call succeeds (REST: 200); Rock's answer has no body,
+   * this one names what was updated and what failed (Opal ignores the body).
    */
   updatePackages: {
     path: "/rock.r.v1.RService/UpdatePackages" as const,
@@ -7283,6 +7341,10 @@ export const RServiceService = {
 } as const;
 
 export interface RServiceServer extends UntypedServiceImplementation {
+  /**
+   * The service's identity. `/` answers as `/_info` does, as Rock's does: Armadillo tells from a `HEAD /`
+   * whether the R server runs.
+   */
   getInfo: handleUnaryCall<GetInfoRequest, GetInfoResponse>;
   /**
    * 200 when the R server runs and a session can be served; 500 otherwise, and once the service is
@@ -7354,8 +7416,10 @@ export interface RServiceServer extends UntypedServiceImplementation {
   tailLog: handleServerStreamingCall<TailLogRequest, TailLogResponse>;
   listPackages: handleUnaryCall<ListPackagesRequest, ListPackagesResponse>;
   /**
-   * Updates every installed package from the repositories. Over REST: 200 without a body, as the
-   * contract lists (installs and removals answer 204).
+   * Updates every installed package that the repositories hold in a newer version. A package that
+   * cannot be updated (its download or its build fails) leaves the others updated and is named in the
+   * answer and in the console log: as Rock, the call succeeds (REST: 200); Rock's answer has no body,
+   * this one names what was updated and what failed (Opal ignores the body).
    */
   updatePackages: handleUnaryCall<UpdatePackagesRequest, UpdatePackagesResponse>;
   removePackages: handleUnaryCall<RemovePackagesRequest, RemovePackagesResponse>;
@@ -7371,6 +7435,10 @@ export interface RServiceServer extends UntypedServiceImplementation {
 }
 
 export interface RServiceClient extends Client {
+  /**
+   * The service's identity. `/` answers as `/_info` does, as Rock's does: Armadillo tells from a `HEAD /`
+   * whether the R server runs.
+   */
   getInfo(
     request: GetInfoRequest,
     callback: (error: ServiceError | null, response: GetInfoResponse) => void,
@@ -7786,8 +7854,10 @@ export interface RServiceClient extends Client {
     callback: (error: ServiceError | null, response: ListPackagesResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Updates every installed package from the repositories. Over REST: 200 without a body, as the
-   * contract lists (installs and removals answer 204).
+   * Updates every installed package that the repositories hold in a newer version. A package that
+   * cannot be updated (its download or its build fails) leaves the others updated and is named in the
+   * answer and in the console log: as Rock, the call succeeds (REST: 200); Rock's answer has no body,
+   * this one names what was updated and what failed (Opal ignores the body).
    */
   updatePackages(
     request: UpdatePackagesRequest,
