@@ -58,6 +58,9 @@ FROM ${BASE}
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       r-base-core r-cran-jsonlite tini ca-certificates \
+      # What Rock's clients run in their sessions: Armadillo installs with remotes::install_local and
+      # ends a busy session with ps (docs/compatibility.md).
+      r-cran-remotes r-cran-ps \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=unix-build /opt/rlib/unix /usr/local/lib/R/site-library/unix
 COPY --from=unix-build /opt/rlib/rocksandbox /usr/local/lib/R/site-library/rocksandbox
