@@ -360,15 +360,16 @@ export class REngine {
       if (!taken) break;
       // The replacement forks while this one is handed over.
       this.pool.fill();
-      fork = await taken;
-      if (fork?.child.closed) {
-        await this.homes.release(fork);
-        fork = undefined;
-      }
+      const spare = await taken;
+      // A spare whose fork failed: the caller forks itself and is told why. Taking the next spare
+      // instead, whose replacement forks and fails in turn, would fork for ever when no fork can succeed.
+      if (!spare) break;
+      if (spare.child.closed) await this.homes.release(spare);
+      else fork = spare;
     }
     if (!fork) {
-      // No spare: this caller's fork takes its uid before any replacement does, so when few uids are
-      // left the caller gets one rather than a spare.
+      // No spare, or one that failed: this caller's fork takes its uid before any replacement does, so
+      // when few uids are left the caller gets one rather than a spare.
       const own = this.homes.fork(server);
       this.pool.fill();
       fork = await own;

@@ -2,7 +2,9 @@ import { expect } from "chai";
 import { Fault } from "../../src/errors/fault.js";
 import { create } from "@bufbuild/protobuf";
 import { existsSync, readdirSync } from "node:fs";
-import { dirname } from "node:path";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
 import type { RSession } from "../../src/r/session.js";
 import { commandMessage, sessionMessage } from "../../src/r/service/messages.js";
@@ -366,6 +368,26 @@ describe("spare sessions (r.spareSessions)", function () {
     const next = await rig.engine.createSession("bob");
     expect(Number((await next.eval(text("unix::getuid()"), "json")).toString())).to.equal(uids[0]);
     await settles(0);
+  });
+
+  it("a caller whose spare failed forks itself and is told why, instead of taking spare after failing spare", async function () {
+    if (!root) this.skip();
+    // Every session fails to confine itself, in R after its fork, as when the service lacks SETUID:
+    // slowly enough that each spare taken has its replacement forking already, which the next round
+    // would take in turn, for ever. (The profile runs in the R server before any fork.)
+    const dir = await mkdtemp(join(tmpdir(), "rock-failing-forks-"));
+    const profile = join(dir, "profile.R");
+    await writeFile(profile, 'assignInNamespace("setuid", function(uid) stop("refused by the test"), ns = "unix")\n', { mode: 0o644 });
+    try {
+      rig = await startRig({ spareSessions: 2, profile });
+      const error = await refusal(rig.engine.createSession("alice"));
+      expect(error?.message).to.not.match(/Too many R sessions/);
+      const failed = (await readFile(join(rig.dataDir, "rserver.log"), "utf8")).split("refused by the test").length - 1;
+      // Its spare, the spare's replacements and its own fork: a handful, not one per free uid.
+      expect(failed).to.be.within(1, 6);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("checks with a spare and puts it back; a spare killed from outside is ended and replaced", async () => {
