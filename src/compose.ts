@@ -18,6 +18,8 @@ import { decideIsolation, listableByOthers, sessionsRoot } from "./r/confine/iso
 import { protectFromOomKiller, SessionQuotas } from "./r/confine/quotas.js";
 import { hasCapability, SYS_ADMIN } from "./r/confine/capabilities.js";
 import { lockSessionUids } from "./r/confine/range-lock.js";
+import { RestrictedNetwork, removeLeftoverNetwork } from "./r/confine/network/restricted.js";
+import { parseDestination } from "./config/networks.js";
 import { REngine } from "./r/engine.js";
 import { PackageManager } from "./r/packages/index.js";
 import { drainPolicy } from "./server/drain-policy.js";
@@ -76,7 +78,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
   const peers = new PeerTable(config.node.id, parsePeers(config.cluster.peers), config.cluster.catalogNode);
   const isolation = decideIsolation(config.r);
   if (isolation.warning) logger.warn(isolation.warning);
-  assertSessionNetwork(config, isolation.isolated);
+  assertNoNetwork(config, isolation.isolated);
   for (const warning of [...config.warnings, ...securityWarnings(config)]) logger.warn(warning);
   if (isolation.isolated && config.configFile) assertPrivateConfig(config.configFile);
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
@@ -101,6 +103,9 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       files: config.r.logFiles,
     });
     cleanups.push(() => log.close());
+    // After the range's lock: what a crashed run of the range left is replaced.
+    const network = await sessionNetwork(config, isolation.isolated, logger);
+    if (network.policy === "restricted") cleanups.push(() => network.links.close());
     const sessionsDir = sessionsRoot(config.r, config.dataDir, isolation.isolated);
     const quotas = sessionQuotas(config, isolation.isolated, logger);
     if (quotas) cleanups.push(() => quotas.close());
@@ -129,6 +134,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
       log,
       newSessionId: () => taggedSessionId(peers.selfTag),
       ...(quotas ? { quotas } : {}),
+      network,
       ...sessionView(config, isolation.isolated, logger),
       ...(config.packages.library ? { library: config.packages.library } : {}),
       sessionInstalls: config.packages.sessionInstalls,
@@ -146,6 +152,7 @@ export async function startRock(config: Config, opts: ComposeOptions = {}): Prom
     if (config.metrics.enabled) {
       metrics = new ServiceMetrics({
         sessions: () => sessionCounts(engine),
+        sessionNetwork: engine.sessionNetwork,
         ...(quotas ? { sessionsUsage: () => ({ memoryBytes: quotas.memoryBytes(), cpuSeconds: quotas.cpuSeconds() }) } : {}),
       });
     }
@@ -345,11 +352,47 @@ function sessionQuotas(config: Config, isolated: boolean, logger: Logger): Sessi
 }
 
 /** r.sessionNetwork none is asked for explicitly: where it cannot be had, the start is refused rather than open. */
-function assertSessionNetwork(config: Config, isolated: boolean): void {
+function assertNoNetwork(config: Config, isolated: boolean): void {
   if (config.r.sessionNetwork !== "none") return;
   if (!isolated) throw new Error("r.sessionNetwork is 'none' but sessions are not isolated (the service is not root)");
   if (!hasCapability(SYS_ADMIN))
     throw new Error("r.sessionNetwork is 'none' but a network namespace per session needs CAP_SYS_ADMIN, which this process lacks");
+}
+
+/**
+ * r.sessionNetwork as it can be had. `restricted` asked for explicitly and out of reach refuses the
+ * start, naming what is missing; `auto` then gives sessions the host's network and says why at every
+ * start. Whatever the policy, what a crashed restricted run of the range left goes.
+ */
+async function sessionNetwork(
+  config: Config,
+  isolated: boolean,
+  logger: Logger,
+): Promise<{ readonly policy: "host" | "none" } | { readonly policy: "restricted"; readonly links: RestrictedNetwork }> {
+  const { r } = config;
+  if (r.sessionNetwork === "host" || r.sessionNetwork === "none") {
+    if (isolated) await removeLeftoverNetwork(r.sessionUids);
+    return { policy: r.sessionNetwork };
+  }
+  let reason: string;
+  if (!isolated) reason = "sessions are not isolated (the service does not run as root)";
+  else {
+    try {
+      const links = await RestrictedNetwork.open({
+        range: r.sessionUids,
+        allow: r.sessionNetworkAllow.map((d) => parseDestination(d, "r.sessionNetworkAllow")),
+        deny: r.sessionNetworkDeny.map((d) => parseDestination(d, "r.sessionNetworkDeny")),
+      });
+      return { policy: "restricted", links };
+    } catch (e) {
+      reason = (e as Error).message;
+    }
+  }
+  if (r.sessionNetwork === "restricted") throw new Error(`r.sessionNetwork is 'restricted' but ${reason}`);
+  logger.warn(
+    `R sessions have the host's network (r.sessionNetwork auto): ${reason}. They can connect to every address the host can, its loopback and the cloud's metadata address included (docs/security.md, Session network)`,
+  );
+  return { policy: "host" };
 }
 
 /**

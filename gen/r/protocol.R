@@ -11,7 +11,7 @@ proof_file <- ".rock-proof"
 to_server_fork <- "F" # fork a session (answered by forked or forkFailed)
 to_server_fork_fields <- c("token", "work_dir", "tmp_dir")
 to_server_fork_as <- "I" # fork a session that confines itself and becomes uid/gid before it connects (an isolated server forks no other)
-to_server_fork_as_fields <- c("token", "work_dir", "tmp_dir", "uid", "gid", "memory_bytes", "processes", "private_tmp", "network", "filesystem")
+to_server_fork_as_fields <- c("token", "work_dir", "tmp_dir", "uid", "gid", "memory_bytes", "processes", "private_tmp", "network", "link", "filesystem")
 to_server_ping <- "P" # answered by pong
 to_server_version <- "Q" # R.version (a plain list for JSON); field: format
 # The R server -> Node (control socket)
@@ -53,7 +53,7 @@ marker_eval <- as.raw(c(0L, 0L))
 marker_sync <- as.raw(c(0L, 1L))
 marker_start <- as.raw(c(0L, 2L))
 # The words of the fields that hold one of a few, by name.
-network_words <- c(host = "host", none = "none")
+network_words <- c(host = "host", none = "none", restricted = "restricted")
 filesystem_words <- c(minimal = "minimal", host = "host")
 format_words <- c(json = "json", rds = "rds")
 source_words <- c(script = "script", rdata = "rdata", stream = "stream")

@@ -182,11 +182,18 @@ export interface RConfig {
    */
   readonly sessionTmp: SessionTmpMode;
   /**
-   * `host`: sessions open any connection the host can (R packages that read databases and URLs);
-   * `none`: each isolated session in a network namespace of its own, loopback only (package installs,
-   * which run apart from sessions, keep the network). Needs CAP_SYS_ADMIN; refused at start otherwise.
+   * `restricted`: each isolated session in a network namespace of its own whose traffic leaves through
+   * a router the service filters (no address of the host, none link-local, none of
+   * `sessionNetworkDeny`; names through the host's resolvers; everything else reached); `auto`:
+   * `restricted` where it can be enforced, else `host` with a warning; `host`: sessions open any
+   * connection the host can; `none`: each isolated session in a network namespace of its own, loopback
+   * only. Package installs run apart from sessions and keep the host's network.
    */
-  readonly sessionNetwork: "host" | "none";
+  readonly sessionNetwork: SessionNetworkMode;
+  /** With `restricted`: destinations sessions reach whatever else says, checked first. */
+  readonly sessionNetworkAllow: readonly string[];
+  /** With `restricted`: destinations sessions are refused besides the host's and link-local addresses. */
+  readonly sessionNetworkDeny: readonly string[];
   /**
    * `minimal`: each isolated session sees only what R needs of the host's files (a root of its own,
    * where the service may make mount namespaces); `host`: the host's whole file system.
@@ -229,6 +236,14 @@ export interface RConfig {
 export type IsolationMode = "auto" | "required";
 export type QuotaMode = "auto" | "required" | "off";
 export type SessionTmpMode = "private" | "shared";
+export type SessionNetworkMode = "auto" | "restricted" | "host" | "none";
+
+/** A destination of r.sessionNetworkAllow / Deny: an IPv4 network, and a port when only that one is meant (TCP and UDP). */
+export interface Destination {
+  readonly address: string;
+  readonly prefix: number;
+  readonly port?: number;
+}
 
 /** Unprivileged uids, first to last: 0 < first <= last < 2^32 - 1. */
 export interface UidRange {

@@ -1,7 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import { fromRoot } from "../package-root.js";
-import { parseNetwork } from "./networks.js";
+import { parseDestination, parseNetwork } from "./networks.js";
 import type { Config } from "./config.js";
 import {
   absolutePath,
@@ -30,6 +30,8 @@ export const CONFIG_VARIABLE = "ROCK_CONFIG";
 type Settable = Omit<Config, "configFile" | "warnings">;
 
 const networks = list("comma-separated CIDRs", (item, where) => parseNetwork(item, where));
+
+const destinations = list("comma-separated IPv4 CIDRs, each with an optional `:port`", (item, where) => parseDestination(item, where));
 
 /** The R server reads the path as one line (worker.R). */
 const profile = checked(optionalPath, (file, where) => {
@@ -196,11 +198,22 @@ export const SETTINGS = {
       meaning:
         "each isolated session's own `/tmp`, `/var/tmp`, `/dev/shm` where the service may make mount namespaces; `shared`: the host's",
     }),
-    sessionNetwork: new Setting(oneOf("host", "none"), {
+    sessionNetwork: new Setting(oneOf("auto", "restricted", "host", "none"), {
       env: "ROCK_R_SESSION_NETWORK",
       default: "host",
       meaning:
-        "`none`: each isolated session in a network namespace of its own, loopback only ([Security model](security.md#security-model))",
+        "`restricted`: each isolated session in a network namespace of its own whose traffic leaves through the service's filter: no address of the host (its loopback, its own addresses, so the service's port), no link-local address (cloud metadata), nothing of `r.sessionNetworkDeny`, names resolved through the host's resolvers, everything else reached; `auto`: `restricted` where it can be enforced, else `host` with a warning; `host`: any connection the host can open; `none`: loopback only ([Session network](security.md#session-network))",
+    }),
+    sessionNetworkAllow: new Setting(destinations, {
+      env: "ROCK_R_SESSION_NETWORK_ALLOW",
+      default: [],
+      meaning:
+        "with `restricted`, destinations sessions reach whatever else says (checked first): a database on one of the host's addresses, the metadata address for a deliberate use",
+    }),
+    sessionNetworkDeny: new Setting(destinations, {
+      env: "ROCK_R_SESSION_NETWORK_DENY",
+      default: [],
+      meaning: "with `restricted`, destinations sessions are refused besides the host's and link-local addresses",
     }),
     sessionFilesystem: new Setting(oneOf("minimal", "host"), {
       env: "ROCK_R_SESSION_FILESYSTEM",

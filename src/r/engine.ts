@@ -6,6 +6,7 @@ import type { RConfig, SessionInstalls } from "../config/config.js";
 import type { ConsoleLog } from "./console-log.js";
 import { noSuchSession, notRunning, outOfMemory, tooManySessions } from "./errors.js";
 import type { Fault } from "../errors/fault.js";
+import type { SessionNetwork } from "./confine/network/restricted.js";
 import type { SessionQuota, SessionQuotas } from "./confine/quotas.js";
 import type { ValueFormat } from "./protocol.js";
 import type { RServerProcess } from "./rserver.js";
@@ -40,6 +41,8 @@ export interface REngineOptions {
   readonly privateTmp?: boolean;
   /** Isolated sessions see only what R needs of the host's files (a root of their own each). */
   readonly minimalFilesystem?: boolean;
+  /** Isolated sessions' network (r.sessionNetwork as it could be had); the host's by default. */
+  readonly network?: SessionNetwork;
   /** A control group per session (isolated sessions, where the host allows): memory, CPU, processes. */
   readonly quotas?: SessionQuotas;
   /** Makes a session's id; default: a random UUID. (A cluster's ids name their node.) */
@@ -111,6 +114,11 @@ export class REngine {
   private readonly lostSessions = new Map<string, string>();
   /** What a session may do to its owner's other sessions' processes. */
   private readonly peers = new PeerSignals({ session: (id) => this.sessionsById.get(id), serverPid: () => this.serverPid });
+
+  /** The network sessions have: r.sessionNetwork as it could be had. */
+  get sessionNetwork(): SessionNetwork["policy"] {
+    return this.options.network?.policy ?? "host";
+  }
 
   constructor(private readonly options: REngineOptions) {
     this.log = options.log;

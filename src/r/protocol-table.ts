@@ -40,8 +40,13 @@ export const FIELDS = {
   processes: "int",
   /** /tmp, /var/tmp and /dev/shm of its own (a mount namespace; package rocksandbox). */
   privateTmp: "flag",
-  /** `none`: a network namespace of its own, loopback only (package rocksandbox). */
-  network: ["host", "none"],
+  /**
+   * `none`: a network namespace of its own, loopback only; `restricted`: one linked to the service's
+   * router too (package rocksandbox).
+   */
+  network: ["host", "none", "restricted"],
+  /** With `restricted`: the router's end of the session's link, a /31 whose next address is the session's; empty otherwise. */
+  link: "text",
   /** `minimal`: a root of its own holding only what R needs (package rocksandbox). */
   filesystem: ["minimal", "host"],
   /** How a value is answered: jsonlite JSON, or the bytes of R's serialize(x, NULL). */
@@ -90,7 +95,7 @@ export const TO_SERVER = {
   forkAs: {
     letter: "I",
     doc: "fork a session that confines itself and becomes uid/gid before it connects (an isolated server forks no other)",
-    fields: ["token", "workDir", "tmpDir", "uid", "gid", "memoryBytes", "processes", "privateTmp", "network", "filesystem"],
+    fields: ["token", "workDir", "tmpDir", "uid", "gid", "memoryBytes", "processes", "privateTmp", "network", "link", "filesystem"],
   },
   ping: { letter: "P", doc: "answered by pong", fields: [] },
   version: { letter: "Q", doc: "R.version (a plain list for JSON)", fields: ["format"] },

@@ -6,6 +6,7 @@ import type { SessionInstalls } from "../config/config.js";
 import { fromRoot } from "../package-root.js";
 import { RChild } from "./child.js";
 import { sessionEnvironment } from "./confine/environment.js";
+import type { RouterLinks } from "./confine/network/restricted.js";
 import { holdsProof, proofFile, removeProof } from "./confine/proof.js";
 import { hasEnded } from "./confine/processes.js";
 import { notRunning, sessionNotStarted } from "./errors.js";
@@ -51,6 +52,8 @@ export interface RServerOptions {
   readonly sessionInstalls?: SessionInstalls;
   /** packages.repos: what sessions install from when they name no repository (empty: R's own). */
   readonly repos?: readonly string[];
+  /** r.sessionNetwork restricted: the router the forks link their network namespaces to. */
+  readonly router?: Pick<RouterLinks, "router" | "resolvConf">;
 }
 
 interface PendingFork {
@@ -167,7 +170,8 @@ export class RServerProcess {
     }
     child.stdin?.on("error", () => undefined);
     child.stdin?.end(
-      `${port}\n${token}\n${options.isolated ? 1 : 0}\n${options.profile ?? ""}\n${options.setupLibrary ?? ""}\n${options.sessionInstalls ?? "auto"}\n${(options.repos ?? []).join(" ")}\n`,
+      `${port}\n${token}\n${options.isolated ? 1 : 0}\n${options.profile ?? ""}\n${options.setupLibrary ?? ""}\n${options.sessionInstalls ?? "auto"}\n${(options.repos ?? []).join(" ")}\n` +
+        `${options.router?.router ?? ""}\n${options.router ? JSON.stringify(options.router.resolvConf) : ""}\n`,
     );
     try {
       const { socket, hello } = await new Promise<{ socket: Socket; hello: { version: string; pid: number } }>((resolve, reject) => {

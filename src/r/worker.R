@@ -2,9 +2,11 @@
 #
 # Started with four arguments, the R files it reads into its environment first: gen/r/protocol.R,
 # src/r/session-state.R, src/r/session-loop.R (a session's loop: this file is the server's boot,
-# confinement and fork loop) and src/r/peer-signals.R. Node writes six lines on stdin (loopback port, secret token, 1 when
-# sessions are isolated, the path of the administrator's R profile or nothing, the setup library or
-# nothing, packages.sessionInstalls, packages.repos separated by spaces or nothing), the server connects back and then answers control frames. The frames are listed in src/r/protocol-table.ts, and their use
+# confinement and fork loop) and src/r/peer-signals.R. Node writes nine lines on stdin (loopback port,
+# secret token, 1 when sessions are isolated, the path of the administrator's R profile or nothing, the
+# setup library or nothing, packages.sessionInstalls, packages.repos separated by spaces or nothing, the
+# router namespace's path or nothing, the resolv.conf sessions see as a JSON string or nothing), the
+# server connects back and then answers control frames. The frames are listed in src/r/protocol-table.ts, and their use
 # (sockets, markers, interrupts) is described at the top of src/r/protocol.ts.
 # Everything lives inside local() so that a session's global environment starts empty.
 #
@@ -25,7 +27,7 @@ local({
 
   stdin_con <- file("stdin")
   open(stdin_con)
-  boot <- readLines(stdin_con, n = 7L)
+  boot <- readLines(stdin_con, n = 9L)
   close(stdin_con)
   port <- as.integer(boot[1L])
   server_token <- boot[2L]
@@ -35,6 +37,15 @@ local({
   setup_library <- if (length(boot) >= 5L) boot[5L] else ""
   if (nzchar(setup_library) && dir.exists(setup_library)) .libPaths(c(.libPaths(), setup_library))
   unix_missing <- isolated && !requireNamespace("unix", quietly = TRUE)
+  # r.sessionNetwork restricted: the service's router namespace, which every fork links its own
+  # network namespace to; held open here for the forks (each closes its copy before it runs code, so
+  # that the router goes with the service), and the resolv.conf sessions see, a file of this server's
+  # bound over theirs.
+  router_path <- if (length(boot) >= 8L) boot[8L] else ""
+  restricted <- nzchar(router_path)
+  router <- NULL
+  resolv_conf <- if (restricted) jsonlite::fromJSON(boot[9L]) else ""
+  resolv_file <- file.path(tempdir(), "resolv.conf")
 
   jsonlite_ns <- loadNamespace("jsonlite")
   to_json <- jsonlite::toJSON
@@ -89,26 +100,32 @@ local({
   # Private temporary folders and limits first (a lowered hard limit cannot be raised again by the
   # uid), then the gid while still root, then the uid. The server runs with no supplementary groups (Node drops them when it starts
   # it), so none is kept. Any failure ends the child before it connects: it never serves as root.
-  # Without network (no_network), the connections to Node are opened first, as the session's uid (Node
-  # checks whose they are) but still able to become root again, then the network namespace is entered:
-  # they stay in the host's; the answer is those connections, NULL otherwise.
-  confine <- function(uid, gid, memory, processes, private_tmp, no_network, minimal, home) {
+  # With a network namespace of its own (`none`, `restricted`), the connections to Node are opened
+  # first, as the session's uid (Node checks whose they are) but still able to become root again, then
+  # the namespace is entered: they stay in the host's; the answer is those connections, NULL otherwise.
+  # `restricted` links the namespace to the router at the router's end `link`, the link named by the uid
+  # there (a later session of the uid replaces it), and shows the sessions' resolv.conf.
+  confine <- function(uid, gid, memory, processes, private_tmp, network, link, minimal, home) {
     links <- NULL
     ok <- tryCatch({
       # Still root: a mount namespace of its own, showing only what R needs (minimal_view) or the
       # host's files, and empty /tmp, /var/tmp and /dev/shm.
       # The setup library stays reachable too (a checkout under /tmp): R loads package code lazily.
-      if (minimal) minimal_view(home, uid, gid, private_tmp)
-      else if (private_tmp) rocksandbox::private_tmp(c(home, if (nzchar(setup_library) && dir.exists(setup_library)) setup_library))
+      if (minimal) minimal_view(home, uid, gid, private_tmp, network == network_words[["restricted"]])
+      else {
+        if (network == network_words[["restricted"]]) rocksandbox::private_file(resolv_file, "/etc/resolv.conf")
+        if (private_tmp) rocksandbox::private_tmp(c(home, if (nzchar(setup_library) && dir.exists(setup_library)) setup_library))
+      }
       if (memory > 0) unix::rlimit_as(memory, memory)
       if (processes > 0) unix::rlimit_nproc(processes, processes)
-      if (no_network) {
+      if (network != network_words[["host"]]) {
         unix::setegid(gid)
         unix::seteuid(uid)
         links <- list(con = connect("r+b"), out = connect("wb"))
         unix::seteuid(0L)
         unix::setegid(0L)
-        rocksandbox::no_network()
+        if (network == network_words[["none"]]) rocksandbox::no_network()
+        else rocksandbox::router_network(router, link, paste0("s", uid))
       }
       unix::setgid(gid)
       unix::setuid(uid)
@@ -144,14 +161,16 @@ local({
     "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "ssl/certs", "ssl/openssl.cnf",
     "ca-certificates.conf", "protocols", "services", "mime.types", "alternatives", "fonts",
     "papersize", "os-release")
-  minimal_view <- function(home, uid, gid, private_tmp) {
+  # A restricted session's resolv.conf is the sessions' own, not the host's.
+  minimal_view <- function(home, uid, gid, private_tmp, restricted) {
     rocksandbox::minimal_root(
-      read_only = c("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", file.path("/etc", etc_kept),
-        R.home(), .libPaths()),
+      read_only = c("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+        file.path("/etc", if (restricted) setdiff(etc_kept, "resolv.conf") else etc_kept), R.home(), .libPaths()),
       read_write = c(home, if (!private_tmp) c("/tmp", "/var/tmp", "/dev/shm")),
       files = c(
         "/etc/passwd" = sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsession:x:%d:%d:R session:%s:/usr/sbin/nologin\n", uid, gid, home),
-        "/etc/group" = sprintf("root:x:0:\nsession:x:%d:\n", gid)),
+        "/etc/group" = sprintf("root:x:0:\nsession:x:%d:\n", gid),
+        if (restricted) c("/etc/resolv.conf" = resolv_conf)),
       private_tmp = private_tmp)
   }
 
@@ -222,6 +241,18 @@ local({
       "in one of the libraries", paste(.libPaths(), collapse = ", ")))
     quit(save = "no", status = 3L)
   }
+  if (restricted) {
+    router_error <- tryCatch({
+      router <- rocksandbox::open_namespace(router_path)
+      writeLines(resolv_conf, resolv_file, sep = "")
+      Sys.chmod(resolv_file, "0644")
+      NULL
+    }, error = function(e) paste("Restricted R sessions cannot join the router:", conditionMessage(e)))
+    if (!is.null(router_error)) {
+      refuse(router_error)
+      quit(save = "no", status = 5L)
+    }
+  }
   if (!is.null(profile_error)) {
     cat(profile_error, "\n", sep = "", file = stderr())
     refuse(profile_error)
@@ -245,7 +276,7 @@ local({
       } else tryCatch(
         mcparallel({
           close(ctl)
-          links <- if (isolated) confine(as.integer(f[["uid"]]), as.integer(f[["gid"]]), as.numeric(f[["memory_bytes"]]), as.numeric(f[["processes"]]), as.logical(f[["private_tmp"]]), f[["network"]] == network_words[["none"]], f[["filesystem"]] == filesystem_words[["minimal"]], dirname(f[["work_dir"]]))
+          links <- if (isolated) confine(as.integer(f[["uid"]]), as.integer(f[["gid"]]), as.numeric(f[["memory_bytes"]]), as.numeric(f[["processes"]]), as.logical(f[["private_tmp"]]), f[["network"]], f[["link"]], f[["filesystem"]] == filesystem_words[["minimal"]], dirname(f[["work_dir"]]))
           session(f[["token"]], f[["work_dir"]], f[["tmp_dir"]], links)
         }, detached = TRUE),
         error = function(e) e)

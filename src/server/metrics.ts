@@ -10,6 +10,8 @@ export interface MetricsSources {
   readonly sessions: () => { readonly total: number; readonly busy: number; readonly suspended: number };
   /** With quotas: what all sessions' control groups account, memory now and CPU so far. */
   readonly sessionsUsage?: () => { readonly memoryBytes: number; readonly cpuSeconds: number };
+  /** The network R sessions have: `restricted`, `host` or `none`. */
+  readonly sessionNetwork?: string;
 }
 
 /** RPCs that evaluate R code, and those that operate on packages (RService method names). */
@@ -156,6 +158,15 @@ export class ServiceMetrics {
         this.set(sources.sessions().busy);
       },
     });
+    const network = sources.sessionNetwork;
+    if (network) {
+      new Gauge({
+        name: "rock_r_session_network",
+        help: "The network R sessions have: 1 for the policy of the label (restricted, host or none)",
+        labelNames: ["policy"],
+        registers,
+      }).set({ policy: network }, 1);
+    }
     const usage = sources.sessionsUsage;
     if (usage) {
       new Gauge({

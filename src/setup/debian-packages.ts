@@ -1,25 +1,12 @@
 import { spawn } from "node:child_process";
-import { accessSync, constants } from "node:fs";
-import { delimiter, join } from "node:path";
+import { onPath } from "../r/confine/on-path.js";
 import { SetupError } from "./setup-error.js";
+
+export { onPath };
 
 /** apt can install Debian packages here: this process is root and apt-get is on PATH. */
 export function canInstallDebianPackages(): boolean {
   return process.getuid?.() === 0 && onPath("apt-get");
-}
-
-/** Whether `command` is an executable file in a folder of PATH. */
-export function onPath(command: string): boolean {
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    if (dir === "") continue;
-    try {
-      accessSync(join(dir, command), constants.X_OK);
-      return true;
-    } catch {
-      // not in this folder
-    }
-  }
-  return false;
 }
 
 /**

@@ -1,7 +1,10 @@
 import type { Config } from "../config/config.js";
 import { decideIsolation } from "../r/confine/isolation.js";
 import { fromRoot } from "../package-root.js";
-import { hasCapability, SYS_ADMIN } from "../r/confine/capabilities.js";
+import { hasCapability, NET_ADMIN, SYS_ADMIN } from "../r/confine/capabilities.js";
+import { NETWORK_COMMANDS } from "../r/confine/network/commands.js";
+import { onPath } from "../r/confine/on-path.js";
+import { canInstallDebianPackages, installDebianPackages } from "./debian-packages.js";
 import { ensureLocalRPackage, ensureRPackages, serviceRPackages } from "./r-prerequisites.js";
 
 /** The source of the R package that gives sessions their private temporary folders. */
@@ -31,9 +34,10 @@ export async function prepareService(config: Config, options: SetupOptions): Pro
   });
   // Private temporary folders for isolated sessions where the service may make mount namespaces: this
   // checkout's package rocksandbox (C), built once the compiler is there (the packages above needed it).
+  const restrictable = isolated && (config.r.sessionNetwork === "restricted" || config.r.sessionNetwork === "auto");
   if (
     isolated &&
-    (config.r.sessionTmp === "private" || config.r.sessionFilesystem === "minimal" || config.r.sessionNetwork === "none") &&
+    (config.r.sessionTmp === "private" || config.r.sessionFilesystem === "minimal" || config.r.sessionNetwork !== "host") &&
     hasCapability(SYS_ADMIN)
   )
     await ensureLocalRPackage({
@@ -42,5 +46,22 @@ export async function prepareService(config: Config, options: SetupOptions): Pro
       source: SANDBOX_SOURCE,
       progress: options.progress,
     });
+  // r.sessionNetwork restricted (or auto) where it can be had: the commands that make the sessions'
+  // router and filter, through apt. Where apt cannot run, the start says what is missing (auto: once,
+  // giving sessions the host's network; restricted: refusing to start).
+  const commands = NETWORK_COMMANDS.filter((c) => !onPath(c.command));
+  if (
+    restrictable &&
+    hasCapability(SYS_ADMIN) &&
+    hasCapability(NET_ADMIN) &&
+    commands.length > 0 &&
+    options.systemPackages &&
+    canInstallDebianPackages()
+  )
+    await installDebianPackages(
+      [...new Set(commands.map((c) => c.debian))],
+      "for the R sessions' restricted network (r.sessionNetwork)",
+      options.progress,
+    );
   return { ...config, packages: { ...config.packages, repos: ready.repos } };
 }

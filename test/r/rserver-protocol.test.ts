@@ -126,6 +126,7 @@ describe("protocol: Node and the real worker.R", function () {
       processes: 0,
       privateTmp: false,
       network: "host",
+      link: "",
       filesystem: "host",
     };
     const { work, tmp } = await served.folders();
@@ -217,6 +218,7 @@ describe("protocol: forking as an identity (isolated, as root)", function () {
       processes: 500,
       privateTmp: true,
       network: "none",
+      link: "",
       filesystem: "minimal",
     };
     const loose: SessionIdentity = {
@@ -226,6 +228,7 @@ describe("protocol: forking as an identity (isolated, as root)", function () {
       processes: 0,
       privateTmp: false,
       network: "host",
+      link: "",
       filesystem: "host",
     };
     const seen = async (identity: SessionIdentity): Promise<unknown> =>

@@ -62,6 +62,10 @@ export interface SpawnOptions {
   readonly uids?: string;
   /** The compiled program (`node src/cli/bin.js`, as `npm start` runs it) instead of the TypeScript through tsx. */
   readonly compiled?: boolean;
+  /** A command the server is run by (`ip netns exec NAME`: in a network namespace of a test's). */
+  readonly runner?: readonly string[];
+  /** The address it listens on and is called at; default 127.0.0.1. */
+  readonly host?: string;
 }
 
 /**
@@ -80,14 +84,16 @@ export async function spawnRock(
   const [first, last] = uids.split("-").map(Number) as [number, number];
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ROCK_")));
   const program = options.compiled ? ["src/cli/bin.js"] : ["--import", "tsx", "src/main.ts"];
-  const child = spawn(process.execPath, program, {
+  const host = options.host ?? "127.0.0.1";
+  const [command = process.execPath, ...args] = [...(options.runner ?? []), process.execPath, ...program];
+  const child = spawn(command, args, {
     cwd: ROOT,
     detached: true,
     stdio: ["ignore", "ignore", "pipe"],
     env: {
       ...inherited,
       ROCK_PORT: String(port),
-      ROCK_HOST: "127.0.0.1",
+      ROCK_HOST: host,
       ROCK_DATA_DIR: dataDir,
       ROCK_USERS: PROCESS_USERS,
       ROCK_R_SESSION_UIDS: uids,
@@ -117,7 +123,7 @@ export async function spawnRock(
   const rock: RockProcess = {
     pid,
     port,
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     dataDir,
     uids,
     exited,

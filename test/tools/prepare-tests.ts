@@ -23,6 +23,12 @@ const COMMANDS = [
   { command: "curl", debian: "curl", use: "tests call the server with it, over HTTP/1.1, HTTP/2 and TLS" },
   { command: "openssl", debian: "openssl", use: "the TLS tests make their certificates with it" },
   { command: "git", debian: "git", use: "package tests install from a git repository" },
+  {
+    command: "nft",
+    debian: "nftables",
+    use: "the session network tests read the tables of their namespaces (the service needs it for r.sessionNetwork restricted)",
+  },
+  { command: "ip", debian: "iproute2", use: "the session network tests make their namespaces and links with it" },
 ] as const;
 
 /** R packages the tests load; `debian` when Debian builds it (installed prebuilt, no compiler needed). */

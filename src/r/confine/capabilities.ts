@@ -53,6 +53,9 @@ export function missingCapabilitiesMessage(missing: typeof ISOLATION_CAPABILITIE
 /** CAP_SYS_ADMIN: making a mount namespace (sessions' private temporary folders). */
 export const SYS_ADMIN = 21;
 
+/** CAP_NET_ADMIN: network devices, addresses and nftables (sessions' restricted network). */
+export const NET_ADMIN = 12;
+
 /** Whether this process has capability `bit` in its effective set (false where that cannot be told). */
 export function hasCapability(bit: number): boolean {
   const effective = effectiveCapabilities();

@@ -7,6 +7,7 @@ import type { RChild } from "../child.js";
 import type { ConsoleLog } from "../console-log.js";
 import { searchableByOthers } from "../confine/isolation.js";
 import { liveProcessesByUid, reapSession, reapUid } from "../confine/processes.js";
+import type { SessionNetwork } from "../confine/network/restricted.js";
 import type { SessionQuota, SessionQuotas } from "../confine/quotas.js";
 import { UidPool } from "../confine/uid-pool.js";
 import { tooManySessions } from "../errors.js";
@@ -25,6 +26,8 @@ export interface SessionHomesOptions {
   readonly privateTmp?: boolean;
   /** Isolated sessions see only what R needs of the host's files. */
   readonly minimalFilesystem?: boolean;
+  /** Isolated sessions' network; the host's by default. */
+  readonly network?: SessionNetwork;
   readonly quotas?: SessionQuotas;
   /** Makes a session's id; default: a random UUID. */
   readonly newSessionId?: () => string;
@@ -200,7 +203,7 @@ export class SessionHomes {
   }
 
   private identity(uid: number): SessionIdentity {
-    const { config, quotas } = this.options;
+    const { config, quotas, network = { policy: "host" } } = this.options;
     const { sessionMemoryMb, sessionProcesses } = config;
     // With quotas the group bounds the session's real memory; RLIMIT_AS would also refuse address space
     // reserved and never used (some BLAS and parallel packages reserve much).
@@ -211,7 +214,8 @@ export class SessionHomes {
       memoryBytes,
       processes: Math.max(0, sessionProcesses),
       privateTmp: this.options.privateTmp ?? false,
-      network: config.sessionNetwork,
+      network: network.policy,
+      link: network.policy === "restricted" ? network.links.linkOf(uid) : "",
       filesystem: this.options.minimalFilesystem ? "minimal" : "host",
     };
   }

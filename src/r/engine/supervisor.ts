@@ -4,6 +4,7 @@ import type { RConfig, SessionInstalls } from "../../config/config.js";
 import type { ConsoleLog } from "../console-log.js";
 import { notRunning, stillStarting } from "../errors.js";
 import { assertTrustedProfile } from "../profile.js";
+import type { SessionNetwork } from "../confine/network/restricted.js";
 import { RServerProcess } from "../rserver.js";
 import type { EngineEvent } from "./events.js";
 
@@ -19,6 +20,8 @@ export interface SupervisorOptions {
   readonly sessionInstalls?: SessionInstalls;
   /** See REngineOptions.repos. */
   readonly repos?: readonly string[];
+  /** See REngineOptions.network. */
+  readonly network?: SessionNetwork;
   readonly emit: (event: EngineEvent) => void;
   /** Runs once, before the first start: what a previous run of the service left behind goes. */
   readonly cleanup: () => Promise<void>;
@@ -158,6 +161,7 @@ export class RServerSupervisor {
       ...(profile ? { profile } : {}),
       ...(this.options.sessionInstalls ? { sessionInstalls: this.options.sessionInstalls } : {}),
       ...(this.options.repos ? { repos: this.options.repos } : {}),
+      ...(this.options.network?.policy === "restricted" ? { router: this.options.network.links } : {}),
     });
     this.current = server;
     this.rVersion = server.version;

@@ -27,6 +27,7 @@ export function serverHandlers(engine: REngine, node: NodeConfig, r: RConfig, re
       running: s.running,
       sessions: { ...s.sessions, usage: [...(s.sessions.usage ?? [])] },
       system: { cores: s.cores, freeMemory: s.freeMemory },
+      sessionNetwork: engine.sessionNetwork,
     };
   };
 
@@ -39,6 +40,7 @@ export function serverHandlers(engine: REngine, node: NodeConfig, r: RConfig, re
         cluster: node.cluster,
         tags: [...node.tags],
         server: node.publicUrl,
+        sessionNetwork: engine.sessionNetwork,
       };
     },
 

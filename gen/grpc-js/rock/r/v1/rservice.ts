@@ -67,7 +67,11 @@ export interface ServerStatus {
   tags: string[];
   running: boolean;
   sessions?: SessionCounts | undefined;
-  system?: SystemInfo | undefined;
+  system?:
+    | SystemInfo
+    | undefined;
+  /** The network R sessions have (r.sessionNetwork as it could be had): `restricted`, `host` or `none`. */
+  sessionNetwork: string;
 }
 
 export interface SessionCounts {
@@ -124,6 +128,8 @@ export interface GetInfoResponse {
     | undefined;
   /** The configured name of the node; its id when none is configured. */
   name: string;
+  /** The network R sessions have (r.sessionNetwork as it could be had): `restricted`, `host` or `none`. */
+  sessionNetwork: string;
 }
 
 export interface CheckRequest {
@@ -949,6 +955,7 @@ function createBaseServerStatus(): ServerStatus {
     running: false,
     sessions: undefined,
     system: undefined,
+    sessionNetwork: "",
   };
 }
 
@@ -977,6 +984,9 @@ export const ServerStatus: MessageFns<ServerStatus> = {
     }
     if (message.system !== undefined) {
       SystemInfo.encode(message.system, writer.uint32(66).fork()).join();
+    }
+    if (message.sessionNetwork !== "") {
+      writer.uint32(74).string(message.sessionNetwork);
     }
     return writer;
   },
@@ -1058,6 +1068,14 @@ export const ServerStatus: MessageFns<ServerStatus> = {
             message.system = SystemInfo.decode(reader, reader.uint32());
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.sessionNetwork = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1080,6 +1098,11 @@ export const ServerStatus: MessageFns<ServerStatus> = {
       running: isSet(object.running) ? globalThis.Boolean(object.running) : false,
       sessions: isSet(object.sessions) ? SessionCounts.fromJSON(object.sessions) : undefined,
       system: isSet(object.system) ? SystemInfo.fromJSON(object.system) : undefined,
+      sessionNetwork: isSet(object.sessionNetwork)
+        ? globalThis.String(object.sessionNetwork)
+        : isSet(object.session_network)
+        ? globalThis.String(object.session_network)
+        : "",
     };
   },
 
@@ -1109,6 +1132,9 @@ export const ServerStatus: MessageFns<ServerStatus> = {
     if (message.system !== undefined) {
       obj.system = SystemInfo.toJSON(message.system);
     }
+    if (message.sessionNetwork !== "") {
+      obj.sessionNetwork = message.sessionNetwork;
+    }
     return obj;
   },
 
@@ -1129,6 +1155,7 @@ export const ServerStatus: MessageFns<ServerStatus> = {
     message.system = (object.system !== undefined && object.system !== null)
       ? SystemInfo.fromPartial(object.system)
       : undefined;
+    message.sessionNetwork = object.sessionNetwork ?? "";
     return message;
   },
 };
@@ -1650,7 +1677,7 @@ export const GetInfoRequest: MessageFns<GetInfoRequest> = {
 };
 
 function createBaseGetInfoResponse(): GetInfoResponse {
-  return { id: "", type: "", cluster: "", tags: [], server: undefined, name: "" };
+  return { id: "", type: "", cluster: "", tags: [], server: undefined, name: "", sessionNetwork: "" };
 }
 
 export const GetInfoResponse: MessageFns<GetInfoResponse> = {
@@ -1672,6 +1699,9 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     }
     if (message.name !== "") {
       writer.uint32(50).string(message.name);
+    }
+    if (message.sessionNetwork !== "") {
+      writer.uint32(58).string(message.sessionNetwork);
     }
     return writer;
   },
@@ -1737,6 +1767,14 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
             message.name = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.sessionNetwork = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1757,6 +1795,11 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
       tags: globalThis.Array.isArray(object?.tags) ? object.tags.map((e: any) => globalThis.String(e)) : [],
       server: isSet(object.server) ? globalThis.String(object.server) : undefined,
       name: isSet(object.name) ? globalThis.String(object.name) : "",
+      sessionNetwork: isSet(object.sessionNetwork)
+        ? globalThis.String(object.sessionNetwork)
+        : isSet(object.session_network)
+        ? globalThis.String(object.session_network)
+        : "",
     };
   },
 
@@ -1780,6 +1823,9 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     if (message.name !== "") {
       obj.name = message.name;
     }
+    if (message.sessionNetwork !== "") {
+      obj.sessionNetwork = message.sessionNetwork;
+    }
     return obj;
   },
 
@@ -1794,6 +1840,7 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     message.tags = object.tags?.map((e) => e) || [];
     message.server = object.server ?? undefined;
     message.name = object.name ?? "";
+    message.sessionNetwork = object.sessionNetwork ?? "";
     return message;
   },
 };
