@@ -25,7 +25,8 @@ RUN apt-get update \
 RUN mkdir -p /opt/rlib \
  && Rscript -e "install.packages('unix', lib = '/opt/rlib', repos = '${CRAN}')" \
  && Rscript -e "library(unix, lib.loc = '/opt/rlib'); cat('unix', format(packageVersion('unix', lib.loc = '/opt/rlib')), '\n')"
-# rocksandbox (this repository's, C): sessions' private /tmp where the container is given CAP_SYS_ADMIN.
+# rocksandbox (this repository's, C): sessions' private /tmp and network namespaces where the container
+# is given CAP_SYS_ADMIN.
 COPY src/r/sandbox /tmp/rocksandbox
 RUN R CMD INSTALL -l /opt/rlib /tmp/rocksandbox && rm -rf /tmp/rocksandbox
 
@@ -57,7 +58,7 @@ RUN npm run build
 FROM ${BASE}
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      r-base-core r-cran-jsonlite tini ca-certificates \
+      r-base-core r-cran-jsonlite tini ca-certificates nftables iproute2 \
       # What Rock's clients run in their sessions: Armadillo installs with remotes::install_local and
       # ends a busy session with ps (docs/compatibility.md).
       r-cran-remotes r-cran-ps \

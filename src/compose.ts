@@ -18,6 +18,7 @@ import { decideIsolation, listableByOthers, sessionsRoot } from "./r/confine/iso
 import { protectFromOomKiller, SessionQuotas } from "./r/confine/quotas.js";
 import { hasCapability, SYS_ADMIN } from "./r/confine/capabilities.js";
 import { lockSessionUids } from "./r/confine/range-lock.js";
+import { mountsRefusedBy } from "./r/confine/mounts.js";
 import { RestrictedNetwork, removeLeftoverNetwork } from "./r/confine/network/restricted.js";
 import { parseDestination } from "./config/networks.js";
 import { REngine } from "./r/engine.js";
@@ -402,7 +403,8 @@ async function sessionNetwork(
 function sessionView(config: Config, isolated: boolean, logger: Logger): { privateTmp: boolean; minimalFilesystem: boolean } {
   const privateTmp = isolated && config.r.sessionTmp === "private";
   const minimalFilesystem = isolated && config.r.sessionFilesystem === "minimal";
-  if (!(privateTmp || minimalFilesystem) || hasCapability(SYS_ADMIN)) return { privateTmp, minimalFilesystem };
+  const profile = mountsRefusedBy();
+  if (!(privateTmp || minimalFilesystem) || (hasCapability(SYS_ADMIN) && !profile)) return { privateTmp, minimalFilesystem };
   const lost = [
     minimalFilesystem ? "see the host's whole file system" : "",
     privateTmp ? "share the host's /tmp, /var/tmp and /dev/shm" : "",
@@ -410,8 +412,9 @@ function sessionView(config: Config, isolated: boolean, logger: Logger): { priva
     .filter(Boolean)
     .join(" and ");
   const meant = [minimalFilesystem ? "r.sessionFilesystem: host" : "", privateTmp ? "r.sessionTmp: shared" : ""].filter(Boolean).join(", ");
-  logger.warn(
-    `R sessions ${lost}: a mount namespace per session needs CAP_SYS_ADMIN, which this process lacks (${meant} says this is meant)`,
-  );
+  const why = profile
+    ? `the AppArmor profile ${profile} refuses the mounts a mount namespace per session is made with (docker run --security-opt apparmor=unconfined)`
+    : "a mount namespace per session needs CAP_SYS_ADMIN, which this process lacks";
+  logger.warn(`R sessions ${lost}: ${why} (${meant} says this is meant)`);
   return { privateTmp: false, minimalFilesystem: false };
 }

@@ -6,6 +6,7 @@ import { StatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { ISOLATION_CAPABILITIES } from "../../src/r/confine/capabilities.js";
 import { defaults, loadConfig } from "../../src/config/load.js";
 import { ROOT } from "../support/main-process.js";
@@ -27,6 +28,7 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   "v1/Service": Service,
   "v1/Secret": Secret,
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
 };
 
 interface Container {
@@ -40,7 +42,14 @@ describe("deploy/kubernetes: the manifests", () => {
   it("are valid against the Kubernetes API schemas, each kind known", () => {
     const docs = manifests();
     expect(docs.map((d) => `${d.doc.apiVersion as string}/${d.doc.kind as string}`).sort()).to.deep.equal(
-      ["apps/v1/StatefulSet", "policy/v1/PodDisruptionBudget", "v1/Secret", "v1/Service", "v1/Service"].sort(),
+      [
+        "apps/v1/StatefulSet",
+        "networking.k8s.io/v1/NetworkPolicy",
+        "policy/v1/PodDisruptionBudget",
+        "v1/Secret",
+        "v1/Service",
+        "v1/Service",
+      ].sort(),
     );
     for (const { file, doc } of docs) {
       const Model = MODELS[`${doc.apiVersion as string}/${doc.kind as string}`]!;
@@ -51,6 +60,21 @@ describe("deploy/kubernetes: the manifests", () => {
   it("would be refused by the schemas when wrong (the check can fail)", () => {
     const set = manifests().find((d) => d.doc.kind === "StatefulSet")!.doc as { spec: { replicas: unknown } };
     expect(() => new StatefulSet({ ...set, spec: { ...set.spec, replicas: "three" } } as never).validate()).to.throw();
+  });
+
+  it("close the link-local range (the cloud's metadata address) to the rock pods, DNS excepted", () => {
+    const policy = manifests().find((d) => d.doc.kind === "NetworkPolicy")!.doc as {
+      spec: {
+        podSelector: { matchLabels: Record<string, string> };
+        egress: Array<{ to: Array<{ ipBlock?: { cidr: string; except?: string[] } }> }>;
+      };
+    };
+    const set = manifests().find((d) => d.doc.kind === "StatefulSet")!.doc as {
+      spec: { template: { metadata: { labels: Record<string, string> } } };
+    };
+    expect(policy.spec.podSelector.matchLabels).to.deep.equal(set.spec.template.metadata.labels);
+    const everywhere = policy.spec.egress.flatMap((e) => e.to).find((t) => t.ipBlock?.cidr === "0.0.0.0/0");
+    expect(everywhere?.ipBlock?.except).to.deep.equal(["169.254.0.0/16"]);
   });
 
   describe("the StatefulSet", () => {
@@ -71,10 +95,12 @@ describe("deploy/kubernetes: the manifests", () => {
       expect(container().livenessProbe.httpGet).to.equal(undefined);
     });
 
-    it("has the container image's security context: the six capabilities of isolation and nothing else", () => {
+    it("has the container image's security context: the six capabilities of isolation, those of the sessions' restricted network, and nothing else", () => {
       const sc = container().securityContext;
       expect(sc.capabilities.drop).to.deep.equal(["ALL"]);
-      expect([...sc.capabilities.add].sort()).to.deep.equal(ISOLATION_CAPABILITIES.map((c) => c.name).sort());
+      expect([...sc.capabilities.add].sort()).to.deep.equal(
+        [...ISOLATION_CAPABILITIES.map((c) => c.name), "NET_ADMIN", "SYS_ADMIN"].sort(),
+      );
       expect(sc.allowPrivilegeEscalation).to.equal(false);
     });
 

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import type { Destination, UidRange } from "../../../config/config.js";
 import { hasCapability, NET_ADMIN, SYS_ADMIN } from "../capabilities.js";
+import { mountsRefusedBy } from "../mounts.js";
 import { onPath } from "../on-path.js";
 import { NETWORK_COMMANDS, run } from "./commands.js";
 import { DnsRelay } from "./dns-relay.js";
@@ -111,6 +112,9 @@ export async function removeLeftoverNetwork(range: UidRange): Promise<void> {
 export function missingForRestricted(range: UidRange): string | undefined {
   if (!hasCapability(SYS_ADMIN))
     return "a network namespace per session needs CAP_SYS_ADMIN, which this process lacks (docker run --cap-add SYS_ADMIN; compose: cap_add)";
+  const profile = mountsRefusedBy();
+  if (profile)
+    return `the sessions' resolv.conf is mounted in their mount namespaces, which the AppArmor profile ${profile} refuses (docker run --security-opt apparmor=unconfined; compose: security_opt)`;
   if (!hasCapability(NET_ADMIN))
     return "the sessions' router and filter need CAP_NET_ADMIN, which this process lacks (docker run --cap-add NET_ADMIN; compose: cap_add)";
   const absent = NETWORK_COMMANDS.filter((c) => !onPath(c.command));
