@@ -27,9 +27,17 @@ export function parseNetwork(
 export function parseDestination(text: string, key: string): Destination {
   const match = /^([^:]+?)(?::(\d{1,5}))?$/.exec(text.trim());
   const port = match?.[2] === undefined ? undefined : Number(match[2]);
-  const network = match?.[1] !== undefined && isIPv4(match[1].split("/")[0] ?? "") ? parseNetwork(match[1], key) : undefined;
+  const network = match?.[1] !== undefined && isIPv4(match[1].split("/")[0] ?? "") ? networkOrNothing(match[1], key) : undefined;
   if (network === undefined || (port !== undefined && !(port >= 1 && port <= 65535))) {
     throw new Error(`${key}: expected IPv4 networks, each with an optional port, such as 10.0.0.0/8 or 192.168.1.5:5432, not '${text}'`);
   }
   return { address: network.address, prefix: network.prefix, ...(port === undefined ? {} : { port }) };
+}
+
+function networkOrNothing(text: string, key: string): ReturnType<typeof parseNetwork> | undefined {
+  try {
+    return parseNetwork(text, key);
+  } catch {
+    return undefined;
+  }
 }
