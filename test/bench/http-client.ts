@@ -23,6 +23,7 @@ export class HttpClient {
     private readonly port: number,
     user: string,
     sockets = 1,
+    private readonly host = "127.0.0.1",
   ) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets });
     this.auth = basic(user);
@@ -32,7 +33,7 @@ export class HttpClient {
   open(method: string, path: string, o: HttpOptions = {}): Promise<http.IncomingMessage> {
     return new Promise((resolve, reject) => {
       const req = http.request(
-        { host: "127.0.0.1", port: this.port, method, path, agent: this.agent, headers: { authorization: this.auth, ...o.headers } },
+        { host: this.host, port: this.port, method, path, agent: this.agent, headers: { authorization: this.auth, ...o.headers } },
         resolve,
       );
       req.on("error", reject);

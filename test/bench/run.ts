@@ -3,7 +3,7 @@
  * figure beside a reference measured in the same run.
  *
  *   BENCH_QUICK=1         small counts, 100 MB files (smoke run)
- *   BENCH_ONLY=r|throughput|grpc|networks|observe|cluster|quotas|peers|transfers|suspend|assign|first one part only
+ *   BENCH_ONLY=r|throughput|grpc|networks|observe|cluster|quotas|network|peers|transfers|suspend|assign|first one part only
  *                         (throughput: 1 and 4 clients against the design's floor; observe: what
  *                         logging and metrics cost a call; cluster: nodes behind HAProxy; quotas: what a
  *                         cgroup and a minimal root per session cost; peers: Rserve, plumber and OpenCPU
@@ -23,6 +23,7 @@ import { runNetworksBench } from "./networks-bench.js";
 import { runObserveBench } from "./observe-bench.js";
 import { runPeersBench } from "./peers-bench.js";
 import { runQuotasBench } from "./quotas-bench.js";
+import { runNetworkBench } from "./network-bench.js";
 import { runRBench } from "./r-bench.js";
 import { runSuspendBench } from "./suspend-bench.js";
 import { runAssignBench } from "./assign-bench.js";
@@ -34,7 +35,21 @@ import { rWorkerCount } from "./server-process.js";
 
 const quick = ["1", "true", "yes"].includes((process.env.BENCH_QUICK ?? "").toLowerCase());
 const only = process.env.BENCH_ONLY ?? "";
-const parts = ["r", "throughput", "grpc", "networks", "observe", "cluster", "quotas", "transfers", "peers", "suspend", "assign", "first"];
+const parts = [
+  "r",
+  "throughput",
+  "grpc",
+  "networks",
+  "observe",
+  "cluster",
+  "quotas",
+  "network",
+  "transfers",
+  "peers",
+  "suspend",
+  "assign",
+  "first",
+];
 if (only !== "" && !parts.includes(only)) {
   console.error(`BENCH_ONLY must be one of ${parts.join(", ")}, not ${JSON.stringify(only)}`);
   process.exit(2);
@@ -76,6 +91,7 @@ try {
   if (only === "" || only === "observe") show(await runObserveBench({ quick, log }));
   if (only === "" || only === "cluster") show(await runClusterBench({ quick, log }));
   if (only === "" || only === "quotas") show(await runQuotasBench({ quick, log }));
+  if (only === "" || only === "network") show(await runNetworkBench({ quick, log }));
   if (only === "" || only === "peers") show(await runPeersBench({ quick, log }));
   if (only === "" || only === "transfers") show(await runTransfersBench({ quick, log }));
   if (only === "" || only === "suspend") show(await runSuspendBench({ quick, log }));

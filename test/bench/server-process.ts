@@ -46,6 +46,10 @@ export interface ServerProcessOptions {
   readonly typescript?: boolean;
   /** Called with each whole line the server writes (its service log: JSON lines on stderr). */
   readonly onLine?: (line: string) => void;
+  /** A command the server is run by (`ip netns exec NAME`: in a network namespace of the bench's). */
+  readonly runner?: readonly string[];
+  /** The address it listens on; default 127.0.0.1. */
+  readonly host?: string;
 }
 
 /** Synchronous last resort on exit: whatever is still alive of the servers started here. */
@@ -59,7 +63,9 @@ export async function startServerProcess(o: ServerProcessOptions): Promise<Serve
   const dataDir = await mkdtemp(join(tmpdir(), "rock-bench-server-"));
   const typescript = o.typescript ?? (o.root !== undefined && o.root !== ROOT);
   const program = typescript ? ["--import", "tsx", "src/main.ts"] : ["src/cli/bin.js"];
-  const child = spawn(process.execPath, program, {
+  const host = o.host ?? "127.0.0.1";
+  const [command = process.execPath, ...args] = [...(o.runner ?? []), process.execPath, ...program];
+  const child = spawn(command, args, {
     cwd: o.root ?? ROOT,
     // Its own process group, as under a service manager: a Ctrl-C of the bench reaches only the
     // bench, which then stops the server with one SIGTERM.
@@ -68,12 +74,16 @@ export async function startServerProcess(o: ServerProcessOptions): Promise<Serve
     env: {
       ...process.env,
       ROCK_PORT: String(port),
-      ROCK_HOST: "127.0.0.1",
+      ROCK_HOST: host,
       ROCK_DATA_DIR: dataDir,
       ROCK_USERS: BENCH_USERS,
       ROCK_R_START: String(o.rStart),
       // Servers sharing a uid range end each other's sessions at start: each gets its own.
       ROCK_R_SESSION_UIDS: uidsVariable(testSessionUids()),
+      // The figures recorded before r.sessionNetwork's default became auto are of the host's network,
+      // and a bench server never turns forwarding on in this machine's namespace: the network section
+      // compares restricted with it, in a namespace of its own.
+      ROCK_R_SESSION_NETWORK: "host",
       ...o.env,
     },
   });
@@ -135,7 +145,7 @@ export async function startServerProcess(o: ServerProcessOptions): Promise<Serve
   try {
     for (;;) {
       if (!alive(child)) throw new Error(`server exited (${child.exitCode ?? child.signalCode}): ${log}`);
-      if ((await status(port, path)) === 200) break;
+      if ((await status(host, port, path)) === 200) break;
       if (Date.now() > deadline) throw new Error(`server did not answer 200 on ${path} in time: ${log}`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -157,9 +167,9 @@ function alive(child: ChildProcess): boolean {
 }
 
 /** Status of a GET on a fresh connection; 0 when nothing answers. */
-function status(port: number, path: string): Promise<number> {
+function status(host: string, port: number, path: string): Promise<number> {
   return new Promise((resolve) => {
-    const req = http.get({ host: "127.0.0.1", port, path, agent: false, timeout: 2000 }, (res) => {
+    const req = http.get({ host, port, path, agent: false, timeout: 2000 }, (res) => {
       res.resume();
       res.once("end", () => resolve(res.statusCode ?? 0));
     });

@@ -70,7 +70,7 @@ describe("Rock's environment", function () {
       rmSync(dataDir, { recursive: true, force: true });
     });
 
-    it("/_info shows the node: id, name (the id), cluster, tags and the public URL", async () => {
+    it("/_info shows the node: id, name (the id), cluster, tags, the public URL and the sessions' network", async () => {
       const res = await fetch(`${server.url}/_info`);
       expect(await res.json()).to.deep.equal({
         id: "node-7",
@@ -79,6 +79,7 @@ describe("Rock's environment", function () {
         cluster: "lab",
         tags: ["a", "b"],
         server: "https://rock.example.org",
+        sessionNetwork: "host",
       });
     });
 

@@ -137,11 +137,18 @@ describe("wire decisions (reference-behaviour §3)", function () {
   });
 
   describe("/_info", () => {
-    it("carries the configured name beside id, type, cluster and tags, over REST and gRPC", async () => {
+    it("carries the configured name beside id, type, cluster and tags, and the sessions' network, over REST and gRPC", async () => {
       const res = await rest(url(), "GET", "/_info");
-      expect(res.json()).to.deep.equal({ id: "wire-1", name: "Wire node", type: "rock", cluster: "c", tags: ["t"] });
+      expect(res.json()).to.deep.equal({
+        id: "wire-1",
+        name: "Wire node",
+        type: "rock",
+        cluster: "c",
+        tags: ["t"],
+        sessionNetwork: "host",
+      });
       const info = await call<GetInfoResponse>((cb) => served.clients.r.getInfo({}, metadataFor(), cb));
-      expect(info).to.deep.include({ id: "wire-1", name: "Wire node" });
+      expect(info).to.deep.include({ id: "wire-1", name: "Wire node", sessionNetwork: "host" });
     });
   });
 
