@@ -200,7 +200,7 @@ export const SETTINGS = {
     }),
     sessionNetwork: new Setting(oneOf("auto", "restricted", "host", "none"), {
       env: "ROCK_R_SESSION_NETWORK",
-      default: "host",
+      default: "auto",
       meaning:
         "`restricted`: each isolated session in a network namespace of its own whose traffic leaves through the service's filter: no address of the host (its loopback, its own addresses, so the service's port), no link-local address (cloud metadata), nothing of `r.sessionNetworkDeny`, names resolved through the host's resolvers, everything else reached; `auto`: `restricted` where it can be enforced, else `host` with a warning; `host`: any connection the host can open; `none`: loopback only ([Session network](security.md#session-network))",
     }),

@@ -70,6 +70,8 @@ export async function spawnServer(dataDir: string): Promise<ServerProcess> {
       // Its own uid block, locked (as root) in this run's lock folder: never a real server's.
       ROCK_R_SESSION_UIDS: uidsVariable(testSessionUids()),
       ROCK_R_LOCK_DIR: testLockDir(),
+      // Sessions on the host's network (test/support/server.ts says why).
+      ROCK_R_SESSION_NETWORK: "host",
     },
     stdio: ["ignore", "ignore", "pipe"],
   });

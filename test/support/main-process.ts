@@ -32,7 +32,14 @@ export interface RunOptions {
  */
 function environment(own: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ROCK_")));
-  return { ...inherited, ROCK_R_SESSION_UIDS: uidsVariable(testSessionUids()), ROCK_R_LOCK_DIR: testLockDir(), ...own };
+  // Sessions on the host's network unless the test asks (test/support/server.ts says why).
+  return {
+    ...inherited,
+    ROCK_R_SESSION_UIDS: uidsVariable(testSessionUids()),
+    ROCK_R_LOCK_DIR: testLockDir(),
+    ROCK_R_SESSION_NETWORK: "host",
+    ...own,
+  };
 }
 
 /**

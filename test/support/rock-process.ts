@@ -102,6 +102,8 @@ export async function spawnRock(
       ROCK_LOG_FLUSH_MS: "0",
       // Most tests call at once: no warm-up unless a test asks for one.
       ROCK_WARM_UP_CALLS: "0",
+      // Sessions on the host's network unless the test asks (test/support/server.ts says why).
+      ROCK_R_SESSION_NETWORK: "host",
       ...own,
     },
   });

@@ -55,7 +55,8 @@ export function testConfig(dataDir: string, patch: Omit<ConfigPatch, "logger"> =
     dataDir,
     users: patch.users ?? USERS,
     node: { ...base.node, ...patch.node },
-    r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids(), lockDir: testLockDir(), ...patch.r },
+    // Sessions on the host's network, as before r.sessionNetwork's default became auto: a test's sessions reach its servers on 127.0.0.1 (package repositories), and a test server never turns forwarding on in this machine's namespace; test/r/session-network.test.ts asks for restricted in namespaces of its own.
+    r: { ...base.r, startOnBoot: false, sessionUids: testSessionUids(), lockDir: testLockDir(), sessionNetwork: "host", ...patch.r },
     packages: { ...base.packages, ...patch.packages },
     limits: { ...base.limits, ...patch.limits },
     // Tests log in wrongly on purpose from one address: only tests about the throttle ask for it.
