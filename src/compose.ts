@@ -372,7 +372,11 @@ async function sessionNetwork(
 ): Promise<{ readonly policy: "host" | "none" } | { readonly policy: "restricted"; readonly links: RestrictedNetwork }> {
   const { r } = config;
   if (r.sessionNetwork === "host" || r.sessionNetwork === "none") {
-    if (isolated) await removeLeftoverNetwork(r.sessionUids);
+    // A table left behind opens nothing (it matches an uplink gone with its run): not removing it is said, not fatal.
+    if (isolated)
+      await removeLeftoverNetwork(r.sessionUids).catch((e: Error) =>
+        logger.warn("what a restricted session network of an earlier run left could not be removed", { error: e.message }),
+      );
     return { policy: r.sessionNetwork };
   }
   let reason: string;

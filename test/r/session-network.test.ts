@@ -177,7 +177,7 @@ describe("r.sessionNetwork restricted (as root, in network namespaces the test m
     expect((await rest(server.url, "GET", "/metrics", admin)).text).to.include('rock_r_session_network{policy="restricted"} 1');
   });
 
-  it("keeps the policy over a suspend and resume, and over a restart; a clean stop removes its table and uplink", async () => {
+  it("keeps the policy over a suspend and resume, a restart of R and one of the service; a clean stop removes its table and uplink", async () => {
     const server = await serving();
     const id = await newSession(server);
     const suspended = await rest(server.url, "POST", `/r/session/${id}/_suspend`, admin);
@@ -185,6 +185,13 @@ describe("r.sessionNetwork restricted (as root, in network namespaces the test m
     await refused(server, id, net.linkLocalAddress);
     await reached(server, id, net.privateAddress);
     await refused(server, id, net.hostAddress);
+
+    // The R server stopped and started again forks onto the same router.
+    expect((await rest(server.url, "DELETE", "/rserver", admin)).status).to.equal(200);
+    expect((await rest(server.url, "PUT", "/rserver", admin)).status).to.equal(200);
+    const after = await newSession(server);
+    await refused(server, after, net.linkLocalAddress);
+    await reached(server, after, net.privateAddress);
 
     await stop(server);
     expect(net.tables().filter((t) => t.includes(server.uids))).to.deep.equal([]);
