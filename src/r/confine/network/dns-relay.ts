@@ -20,6 +20,8 @@ const MAX_DATAGRAM = 65_535;
  */
 export class DnsRelay {
   private inFlight = 0;
+  /** Answers that arrive once the relay closed go nowhere (sending on a closed socket throws). */
+  private closed = false;
   private readonly connections = new Set<Socket>();
 
   private constructor(
@@ -48,6 +50,7 @@ export class DnsRelay {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     for (const socket of this.connections) socket.destroy();
     await Promise.all([
       new Promise<void>((resolve) => this.udp.close(() => resolve())),
@@ -60,7 +63,7 @@ export class DnsRelay {
     this.inFlight++;
     void this.ask(query).then((answer) => {
       this.inFlight--;
-      if (answer) this.udp.send(answer, port, address);
+      if (answer && !this.closed) this.udp.send(answer, port, address);
     });
   }
 
