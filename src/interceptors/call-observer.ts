@@ -3,6 +3,7 @@ import { Code, ConnectError, type Interceptor, type StreamRequest, type StreamRe
 import { callerKey } from "../auth/caller.js";
 import { codeName, httpStatusOf } from "../errors/mapping.js";
 import { responseMeterKey, restCallKey, type Protocol, type RefusedCall } from "./response-meter.js";
+import { OneMessage } from "./one-message.js";
 import { onStreamEnd } from "./stream-end.js";
 
 type Writable<T> = { -readonly [K in keyof T]: T[K] };
@@ -70,7 +71,9 @@ export function callObserver(opts: CallObserverOptions): CallObserver {
     let sessionId: string | undefined;
     const tracked = namesSession(req.method);
     if (tracked && !req.stream) sessionId = idOf(req.message);
-    const request = tracked && req.stream ? { ...req, message: peek(req.message, (m) => (sessionId ??= idOf(m))) } : req;
+    else if (tracked && req.message instanceof OneMessage) sessionId = idOf(req.message.message);
+    const request =
+      tracked && sessionId === undefined && req.stream ? { ...req, message: peek(req.message, (m) => (sessionId ??= idOf(m))) } : req;
     let res: Awaited<ReturnType<typeof next>>;
     try {
       res = await next(request as typeof req);

@@ -245,50 +245,61 @@ export class RSession implements SessionInfo {
    */
   evalStream(script: Uint8Array, format: ValueFormat, signal?: AbortSignal): AsyncIterable<Buffer> {
     let resume: (() => void) | undefined;
+    // Made when R says it writes into the pipe: a small value, the common case, comes in its answer.
+    let answer: AnswerPipe | undefined;
     const pieces: Channel<Buffer> = new Channel<Buffer>({
       capacity: VALUE_PIECES,
       overflow: "pause",
       onDrain: () => {
         resume?.();
-        answer.resume();
+        answer?.resume();
       },
       signal,
     });
     // A closed channel takes and drops: R is read to its end.
     const take = (bytes: Buffer): boolean => pieces.push(bytes) || pieces.closed;
-    const answer = new AnswerPipe(take);
     const value: ValueSink = {
       write(bytes, resumeR) {
         resume = resumeR;
         return take(bytes);
       },
-      pipe: () => answer.open(this.dirs),
+      pipe: () => {
+        answer = new AnswerPipe(take);
+        answer.open(this.dirs);
+      },
     };
-    this.schedule(format === "rds" ? this.pipedRequest(script, answer) : evalFrame(script, format), { value }, signal)
+    const request = format === "rds" ? this.pipedRequest(script, () => answer) : evalFrame(script, format);
+    this.schedule(request, { value }, signal)
       .then(async (outcome) => {
         // What came whole in one read was gathered: one piece.
         const whole = this.valueOf(outcome);
         if (whole.length > 0) pieces.push(whole);
-        await answer.ended().catch((error: unknown) => {
+        await answer?.ended().catch((error: unknown) => {
           throw rError(error instanceof Error ? error.message : String(error));
         });
         pieces.close();
       })
       .catch((error: unknown) => {
-        answer.drop();
+        answer?.drop();
         pieces.fail(error);
       });
     return pieces;
   }
 
-  /** An R-serialized answer that R may write into the session's value pipe: the job ends once R's writing did. */
-  private pipedRequest(script: Uint8Array, answer: AnswerPipe): Request {
+  /**
+   * An R-serialized answer that R may write into the session's value pipe (`answer()`, once R said so):
+   * the job ends once R's writing did.
+   */
+  private pipedRequest(script: Uint8Array, answer: () => AnswerPipe | undefined): Request {
+    const frame = pipedEvalFrame(script, valuePipePath(this.folders));
     return {
-      open: async (dirs) => pipedEvalFrame(script, valuePipePath(dirs)),
+      open: () => Promise.resolve(frame),
       // Its failure is the answer's (evalStream).
       close: () => {
-        answer.answer();
-        return answer.ended().catch(() => undefined);
+        const piped = answer();
+        if (!piped) return Promise.resolve();
+        piped.answer();
+        return piped.ended().catch(() => undefined);
       },
     };
   }

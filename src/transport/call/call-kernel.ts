@@ -1,6 +1,7 @@
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import { pathOf, type ServerRequest, type ServerResponse } from "../http.js";
 import { createCallContext, type CallContext, type ContextStart } from "./call-context.js";
+import { withCallContext } from "./invoke.js";
 import { ResponseMeter, responseMeterKey, restCallKey, type Protocol, type RefusedCall } from "../../interceptors/response-meter.js";
 
 export interface CallKernelOptions {
@@ -31,11 +32,19 @@ const CALL_ENDED = new ConnectError("call ended", Code.Canceled);
  * early and ended with the call, and a request the protocol answered itself reported as refused.
  */
 export class CallKernel {
-  constructor(private readonly opts: CallKernelOptions) {}
+  /** The calls this server's transports opened that have not ended: the service's stop ends them. */
+  private readonly running = new Set<Call>();
+
+  constructor(private readonly opts: CallKernelOptions) {
+    const shutdown = opts.shutdownSignal;
+    shutdown.addEventListener("abort", () => {
+      for (const call of this.running) call.context.abort(shutdown.reason);
+    });
+  }
 
   /** A call whose handler context this server makes (REST, the unary fast path). */
   open(req: ServerRequest, res: ServerResponse, start: CallStart): Call {
-    const call = new Call(req, start, this.opts);
+    const call = new Call(req, start, this.opts, this.running);
     res.once("close", () => call.closed());
     return call;
   }
@@ -68,6 +77,7 @@ export class Call extends ResponseMeter {
     private readonly req: ServerRequest,
     start: CallStart,
     kernel: CallKernelOptions,
+    private readonly running: Set<Call>,
   ) {
     super();
     this.protocol = start.protocol;
@@ -75,11 +85,15 @@ export class Call extends ResponseMeter {
     this.started = this.report ? performance.now() : 0;
     const values = kernel.contextValues(req).set(responseMeterKey, this);
     if (start.protocol === "rest") values.set(restCallKey, true);
-    this.context = createCallContext(start, req, values, kernel.shutdownSignal);
+    this.context = createCallContext(start, req, values);
+    withCallContext(values, this.context);
+    if (kernel.shutdownSignal.aborted) this.context.abort(kernel.shutdownSignal.reason);
+    else running.add(this);
   }
 
-  /** The call is over (its answer is decided): its signal ends, unhooked from the shutdown signal and its deadline. */
+  /** The call is over (its answer is decided): its signal ends, and its deadline. */
   end(): void {
+    this.running.delete(this);
     this.context.abort(CALL_ENDED);
   }
 
@@ -101,7 +115,8 @@ export class Call extends ResponseMeter {
   /** The response closed: written, or the client left before it was; the handler's signal then tells it so. */
   closed(): void {
     this.finish();
-    if (!this.context.signal.aborted) this.context.abort(new ConnectError("client went away", Code.Canceled));
+    // Closed before the call ended: the client left (an error is only made then: it takes a stack trace).
+    if (this.running.delete(this)) this.context.abort(new ConnectError("client went away", Code.Canceled));
   }
 }
 

@@ -1,9 +1,10 @@
 import { create, type Message } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
-import { invokeUnaryImplementation, transformInvokeImplementation } from "@connectrpc/connect/protocol";
+import { transformInvokeImplementation } from "@connectrpc/connect/protocol";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { CallContext } from "../../call/call-context.js";
 import type { Call, CallKernel } from "../../call/call-kernel.js";
+import { MethodInvoker } from "../../call/invoke.js";
 import type { ServerRequest, ServerResponse } from "../../http.js";
 import { errorLine, restError, toRestError, type RestError } from "./errors.js";
 import { Fault } from "../../../errors/fault.js";
@@ -37,7 +38,8 @@ export interface Rest {
 /**
  * The REST/JSON edge: builds the request message of the RPC a route binds by its google.api.http
  * annotation from path, query, headers and body, runs the RPC through the same interceptors and
- * handlers as gRPC and Connect (Connect's own invocation functions, no extra transport hop), and
+ * handlers as gRPC and Connect (the call kernel's invoke.ts; Connect-ES's own invocation for a client
+ * stream; no extra transport hop), and
  * writes the answer. Raw bodies (HttpBody) stay bytes both ways. Every answer's status and body bytes
  * go into the call's meter; a request answered without running its RPC (no route, 405, a path that
  * does not decode, a body too large or that does not decode) is reported refused, since no
@@ -46,6 +48,13 @@ export interface Rest {
 export function createRest(opts: RestOptions): Rest {
   const interceptors = [...opts.interceptors];
   const kernel = opts.kernel;
+  // One per method, made at its first call (a method may have several routes).
+  const invokers = new Map<Route["spec"], MethodInvoker>();
+  const invokerOf = (route: Route): MethodInvoker => {
+    let invoker = invokers.get(route.spec);
+    if (!invoker) invokers.set(route.spec, (invoker = new MethodInvoker(route.spec, interceptors)));
+    return invoker;
+  };
   /** An answer given before the request reached any RPC. */
   const refuse = (req: ServerRequest, res: ServerResponse, code: Code, e: RestError): void => {
     const started = performance.now();
@@ -105,12 +114,12 @@ export function createRest(opts: RestOptions): Rest {
       switch (route.spec.kind) {
         case "unary": {
           const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
-          const output = await invokeUnaryImplementation(route.spec, context, input, interceptors);
+          const output = await invokerOf(route).unary(context, input);
           return sendAnswer(res, call, encodeUnary(route, output, context.responseHeader, baseUrl));
         }
         case "server_streaming": {
           const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
-          const output = transformInvokeImplementation(route.spec, context, interceptors)(single(input));
+          const output = await invokerOf(route).serverStream(context, input);
           return await streamOut(route, output, context, res, call, baseUrl, req.method === "HEAD");
         }
         case "client_streaming": {
@@ -232,12 +241,6 @@ function writeWhole(res: ServerResponse, status: number, headers: Record<string,
   res.writeHead(status, headers);
   res.end(data);
   return length;
-}
-
-function single(m: Message): AsyncIterable<Message> {
-  return (async function* () {
-    yield m;
-  })();
 }
 
 function drained(res: ServerResponse): Promise<void> {

@@ -1,10 +1,11 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor, type MethodImplSpec, type ServiceImplSpec } from "@connectrpc/connect";
-import { compressionNegotiate, invokeUnaryImplementation, type Compression } from "@connectrpc/connect/protocol";
+import { compressionNegotiate, type Compression } from "@connectrpc/connect/protocol";
 import * as connect from "@connectrpc/connect/protocol-connect";
 import * as grpc from "@connectrpc/connect/protocol-grpc";
 import type { CallContext } from "../../call/call-context.js";
 import type { CallKernel } from "../../call/call-kernel.js";
+import { MethodInvoker } from "../../call/invoke.js";
 import type { ServerRequest, ServerResponse } from "../../http.js";
 import { dropUnreadBody, readWholeBody } from "../read-body.js";
 import { writeError, writeMessage } from "./rpc-answer.js";
@@ -25,6 +26,7 @@ export interface FastUnaryOptions {
 export interface FastMethod {
   readonly spec: MethodImplSpec & { kind: "unary" };
   readonly codec: MethodCodec;
+  readonly invoker: MethodInvoker;
 }
 
 export interface FastUnary {
@@ -39,7 +41,7 @@ const COMPRESS_MIN_BYTES = 1024;
 
 /**
  * Unary RPCs over gRPC, gRPC-Web and Connect on a fast path beside Connect-ES, the way REST is
- * served: the same handlers behind the same interceptors (Connect-ES's own invocation function),
+ * served: the same handlers behind the same interceptors (invoke.ts, as REST calls them),
  * with one light call context, the body read by events and the answer written in one go, where
  * Connect-ES runs each call through a chain of async iterables, linked abort signals and the
  * universal request/response layer. Streaming RPCs, Connect GET requests and gRPC-Web text stay with
@@ -52,10 +54,10 @@ export function createFastUnary(opts: FastUnaryOptions): FastUnary {
     for (const m of s.desc.methods) {
       const path = `/${s.desc.typeName}/${m.name}`;
       const spec = specs.methods[m.localName];
-      if (spec?.kind === "unary") methods.set(path, { spec, codec: new MethodCodec(m) });
+      if (spec?.kind === "unary")
+        methods.set(path, { spec, codec: new MethodCodec(m), invoker: new MethodInvoker(spec, opts.interceptors) });
     }
   }
-  const interceptors = [...opts.interceptors];
 
   return {
     methods,
@@ -140,7 +142,7 @@ export function createFastUnary(opts: FastUnaryOptions): FastUnary {
       data = await compression.request.decompress(data, opts.readMaxBytes);
     }
     const input = method.codec.parse(wire.binary, data);
-    const output = await invokeUnaryImplementation(method.spec, context, input, interceptors);
+    const output = await method.invoker.unary(context, input);
     return method.codec.serialize(wire.binary, output);
   }
 }
