@@ -216,9 +216,10 @@ export class RServerProcess {
 
   /**
    * Forks a session process that starts in `workDir` with `tmpDir` as its tempdir(), as `identity`
-   * when the server is isolated.
+   * when the server is isolated; `forked` is told its pid once the R server says it forked it, while
+   * it confines itself and connects back (unless it connected first).
    */
-  fork(workDir: string, tmpDir: string, identity?: SessionIdentity): Promise<RChild> {
+  fork(workDir: string, tmpDir: string, identity?: SessionIdentity, forked?: (pid: number) => void): Promise<RChild> {
     if (this.options.isolated && !identity) return Promise.reject(new Error("An isolated R server forks sessions with an identity only"));
     const token = randomBytes(16).toString("hex");
     return new Promise<RChild>((resolve, reject) => {
@@ -253,6 +254,7 @@ export class RServerProcess {
           const pid = Number(decodeFields(FROM_SERVER.forked, reply.payload).pid);
           // Not when the session connected before this answer came.
           if (this.forks.has(token)) {
+            forked?.(pid);
             watch = setInterval(
               () => void hasEnded(pid).then((ended) => ended && this.forks.has(token) && fail(sessionNotStarted())),
               FORK_WATCH_MS,

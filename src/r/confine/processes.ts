@@ -116,6 +116,12 @@ async function statFields(pid: number): Promise<string[] | undefined> {
   }
 }
 
+/** The parent of a live process (not a zombie); undefined once it has ended. */
+export async function parentOf(pid: number): Promise<number | undefined> {
+  const fields = await statFields(pid);
+  return fields === undefined || fields[0] === "Z" ? undefined : Number(fields[1]);
+}
+
 /** CPU time (user + system) the process used so far, in seconds; undefined once it is gone. */
 export async function cpuSeconds(pid: number): Promise<number | undefined> {
   const fields = await statFields(pid);

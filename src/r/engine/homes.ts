@@ -6,7 +6,7 @@ import type { RConfig } from "../../config/config.js";
 import type { RChild } from "../child.js";
 import type { ConsoleLog } from "../console-log.js";
 import { searchableByOthers } from "../confine/isolation.js";
-import { liveProcessesByUid, reapSession, reapUid } from "../confine/processes.js";
+import { liveProcessesByUid, parentOf, reapSession, reapUid } from "../confine/processes.js";
 import type { SessionNetwork } from "../confine/network/restricted.js";
 import type { SessionQuota, SessionQuotas } from "../confine/quotas.js";
 import { UidPool } from "../confine/uid-pool.js";
@@ -120,14 +120,22 @@ export class SessionHomes {
     const dirs: SessionDirs = { ...this.folders(id), ...(uid === undefined ? {} : { owner: { uid, gid: uid } }) };
     if (this.uids && uid === undefined) throw tooManySessions("Too many R sessions: every session uid of r.sessionUids is in use");
     let quota: SessionQuota | undefined;
+    let placing: Promise<boolean> | undefined;
     try {
       await prepare(dirs, uid);
       quota = uid === undefined ? undefined : this.options.quotas?.session(id);
-      const child = await server.fork(dirs.work, dirs.tmp, uid === undefined ? undefined : this.identity(uid));
+      const group = quota;
+      // Moving a process into a control group waits for the kernel's RCU grace period (1-20 ms here,
+      // test/bench/README.md, BENCH_ONLY=quotas): the move is made while the child confines itself and
+      // connects back, not after. Only while it is still the R server's live child: a pid that ended
+      // may be another process's by then.
+      const forked = group && ((pid: number) => void (placing = placeChild(group, pid, server.pid)));
+      const child = await server.fork(dirs.work, dirs.tmp, uid === undefined ? undefined : this.identity(uid), forked);
       // The fork waits for its first request: nothing of a caller's runs before it is in its group.
-      await quota?.place(child.pid);
+      if (!(await placing)) await quota?.place(child.pid);
       return { id, dirs, uid, child, ...(quota ? { quota } : {}) };
     } catch (error) {
+      await placing?.catch(() => undefined);
       await this.suspend({ id, dirs, uid, child: undefined, ...(quota ? { quota } : {}) });
       throw error;
     }
@@ -219,6 +227,13 @@ export class SessionHomes {
       filesystem: this.options.minimalFilesystem ? "minimal" : "host",
     };
   }
+}
+
+/** Places the R server's child `pid` in its session's group, while it is that; whether it was. */
+async function placeChild(quota: SessionQuota, pid: number, serverPid: number): Promise<boolean> {
+  if ((await parentOf(pid)) !== serverPid) return false;
+  await quota.place(pid);
+  return true;
 }
 
 /** What a session is handed of its fork: the process, and the uid its folders belong to. */
