@@ -18,6 +18,7 @@ import { probe } from "./engine/probe.js";
 import { type ShareInstalls, SharedInstalls } from "./packages/shared-installs.js";
 import { SessionRecords } from "./engine/records.js";
 import { SparePool } from "./engine/spares.js";
+import { ENDING_WAIT_MS } from "./engine/teardowns.js";
 import { RServerSupervisor } from "./engine/supervisor.js";
 import { Suspension } from "./engine/suspension.js";
 
@@ -126,6 +127,8 @@ export class REngine {
     this.homes = new SessionHomes({
       ...options,
       sessionLibraries: options.sessionInstalls !== undefined && options.sessionInstalls !== "none",
+      // A session's end finished: its uid and its place under r.maxSessions are free for a spare.
+      ended: () => this.pool.fill(),
     });
     this.supervisor = new RServerSupervisor({
       ...options,
@@ -232,6 +235,7 @@ export class REngine {
     // Saved, they are the next start's: not ended with the R server.
     for (const s of sessions) if (s.suspended) this.sessionsById.delete(s.id);
     await this.stop();
+    await this.homes.stopEnding();
   }
 
   /** Suspends the session at once (after what it runs and has queued); rejects when its state cannot be saved. */
@@ -278,7 +282,7 @@ export class REngine {
    */
   async createSession(subject: string, signal?: AbortSignal, installsForAll = false): Promise<RSession> {
     const server = await this.supervisor.serverFor(signal);
-    this.checkLimits(subject);
+    await this.roomFor(subject);
     this.opening.set(subject, (this.opening.get(subject) ?? 0) + 1);
     try {
       return await this.openSession(server, subject, installsForAll);
@@ -303,10 +307,14 @@ export class REngine {
 
   /**
    * Ends session `id` for its owner's DELETE, once `allowed(owner)` returned (it throws when the caller
-   * may not). A session whose process ended on its own (ended from another of its owner's sessions,
-   * quit(), R crashed) has already ended, but Rock keeps such a session until it is deleted, and
-   * clients end a busy session that way and then delete it: its first DELETE is answered as an open
-   * session's, and ends nothing more.
+   * may not). Returns once no call can reach it: what it ran or had queued has failed and its process
+   * was sent SIGKILL; the rest of its end (its processes reaped, its folders removed, its group
+   * released, engine/homes.ts) goes on after the answer, as Rserve's close waits for none of it (issue
+   * 40; BENCH_ONLY=r, R sessions), its place under r.maxSessions and its uid held until then.
+   * A session whose process ended on its own (ended from another of its owner's sessions, quit(), R
+   * crashed) has already ended, but Rock keeps such a session until it is deleted, and clients end a
+   * busy session that way and then delete it: its first DELETE is answered as an open session's, and
+   * ends nothing more.
    */
   async deleteSession(id: string, allowed: (owner: string) => void): Promise<void> {
     const lostOwner = this.lostSessions.get(id);
@@ -317,7 +325,7 @@ export class REngine {
     }
     const session = this.session(id);
     allowed(session.subject);
-    await session.end();
+    session.end().catch((error: unknown) => this.log.append(`R session ${id} could not be ended: ${String(error)}\n`));
   }
 
   sessions(): RSession[] {
@@ -328,15 +336,35 @@ export class REngine {
     await Promise.all([...this.sessionsById.values()].map((s) => s.end()));
   }
 
-  /** Sessions open and being opened, in total and for `subject`, against the configured limits. */
-  private checkLimits(subject: string): void {
+  /**
+   * Room for one more session of `subject` (throws the limit reached): a limit reached while sessions'
+   * ends still go on (deleted ones: their processes' memory, their uids, their places under
+   * r.maxSessions) waits for those ends, up to ENDING_WAIT_MS, as a caller once waited for its DELETE.
+   */
+  private async roomFor(subject: string): Promise<void> {
+    const deadline = Date.now() + ENDING_WAIT_MS;
+    for (;;) {
+      const refused = this.limitReached(subject);
+      if (!refused) return;
+      const left = deadline - Date.now();
+      if (this.homes.ending === 0 || left <= 0) throw refused;
+      await this.homes.oneEnded(left);
+    }
+  }
+
+  /**
+   * Sessions open, being opened and still ending, in total and for `subject`, against the configured
+   * limits: the limit reached, if any. (A uid still held by a session's end is waited for by the fork,
+   * engine/homes.ts.)
+   */
+  private limitReached(subject: string): Fault | undefined {
     const { maxSessions, maxSessionsPerUser } = this.options.config;
-    if (maxSessions > 0 && this.sessionsById.size + sum(this.opening.values()) >= maxSessions) {
-      throw tooManySessions(`Too many R sessions: the server's limit of ${maxSessions} open sessions is reached`);
+    if (maxSessions > 0 && this.sessionsById.size + sum(this.opening.values()) + this.homes.ending >= maxSessions) {
+      return tooManySessions(`Too many R sessions: the server's limit of ${maxSessions} open sessions is reached`);
     }
     const { quotas } = this.options;
     if (quotas && !quotas.fits()) {
-      throw tooManySessions(
+      return tooManySessions(
         `Too many R sessions: the R sessions' memory budget of ${this.options.config.sessionsMemoryMb} MiB (r.sessionsMemoryMb) is in use`,
       );
     }
@@ -344,11 +372,12 @@ export class REngine {
       let own = this.opening.get(subject) ?? 0;
       for (const s of this.sessionsById.values()) if (s.subject === subject) own++;
       if (own >= maxSessionsPerUser) {
-        throw tooManySessions(
+        return tooManySessions(
           `Too many R sessions: ${subject} has ${own} open sessions, the limit per user is ${maxSessionsPerUser}; close one first`,
         );
       }
     }
+    return undefined;
   }
 
   /**
@@ -357,7 +386,7 @@ export class REngine {
    */
   private spareTarget(): number {
     const { spareSessions, maxSessions } = this.options.config;
-    const room = maxSessions > 0 ? maxSessions - this.sessionsById.size - sum(this.opening.values()) : Infinity;
+    const room = maxSessions > 0 ? maxSessions - this.sessionsById.size - sum(this.opening.values()) - this.homes.ending : Infinity;
     return Math.max(0, Math.min(spareSessions, room));
   }
 

@@ -70,7 +70,9 @@ describe("R sessions and commands", function () {
     expect(JSON.parse(await evalJson(b, "tempdir()"))).to.equal(rig.engine.session(b).dirs.tmp);
     expect(await evalJson(a, "ls()")).to.equal('"x"');
     await rig.handlers.deleteSession!({ $typeName: "rock.r.v1.DeleteSessionRequest", id: a }, ctxOf(alice));
-    expect(existsSync(session.dirs.home)).to.equal(false);
+    // Unreachable once the delete answered; its end (processes, folders) goes on after the answer.
+    expect(() => rig.engine.session(a)).to.throw(/No such R session/);
+    await until(() => !existsSync(session.dirs.home));
   });
 
   it("enforces ownership and lists by role", async () => {

@@ -10,6 +10,7 @@ import { liveProcessesByUid, parentOf, reapSession, reapUid } from "../confine/p
 import type { SessionNetwork } from "../confine/network/restricted.js";
 import type { SessionQuota, SessionQuotas } from "../confine/quotas.js";
 import { UidPool } from "../confine/uid-pool.js";
+import { ENDING_WAIT_MS, type TeardownStep, Teardowns } from "./teardowns.js";
 import { tooManySessions } from "../errors.js";
 import type { SessionIdentity } from "../protocol.js";
 import type { RServerProcess } from "../rserver.js";
@@ -33,6 +34,8 @@ export interface SessionHomesOptions {
   readonly newSessionId?: () => string;
   /** Sessions get a package library of their own (packages.sessionInstalls is not `none`). */
   readonly sessionLibraries?: boolean;
+  /** A session's end finished (its uid, its place among the sessions are free); the first try's or a retry's. */
+  readonly ended?: () => void;
 }
 
 /** A forked session process with its folders, not handed to anyone yet. */
@@ -53,17 +56,37 @@ export interface Fork {
  */
 export class SessionHomes {
   private readonly uids: UidPool | undefined;
+  private readonly teardowns: Teardowns;
 
   constructor(private readonly options: SessionHomesOptions) {
     if (options.isolated) {
       const { first, last } = options.config.sessionUids;
       this.uids = new UidPool(first, last);
     }
+    this.teardowns = new Teardowns(
+      (line) => options.log.append(line),
+      () => options.ended?.(),
+    );
   }
 
   /** How many sessions can still get a uid; unbounded when not isolated. */
   get available(): number {
     return this.uids?.available ?? Infinity;
+  }
+
+  /** Ended sessions (and spares) whose end goes on: each still holds its uid, and counts as a session. */
+  get ending(): number {
+    return this.teardowns.size;
+  }
+
+  /** Resolves once an ending session's end finished, or after `ms`. */
+  oneEnded(ms: number): Promise<void> {
+    return this.teardowns.oneEnded(ms);
+  }
+
+  /** The service stops: what failed of sessions' ends is not tried again; resolves once what runs is done. */
+  stopEnding(): Promise<void> {
+    return this.teardowns.stop();
   }
 
   /** The folders of session `id`. */
@@ -116,7 +139,14 @@ export class SessionHomes {
     id: string,
     prepare: (dirs: SessionDirs, uid: number | undefined) => Promise<void>,
   ): Promise<Fork> {
-    const uid = this.uids?.take();
+    let uid = this.uids?.take();
+    // A uid an ended session still holds is free once its end is done: a caller waits for that, as it
+    // once waited for the DELETE.
+    const deadline = Date.now() + ENDING_WAIT_MS;
+    while (this.uids && uid === undefined && this.teardowns.size > 0 && Date.now() < deadline) {
+      await this.teardowns.oneEnded(deadline - Date.now());
+      uid = this.uids.take();
+    }
     const dirs: SessionDirs = { ...this.folders(id), ...(uid === undefined ? {} : { owner: { uid, gid: uid } }) };
     if (this.uids && uid === undefined) throw tooManySessions("Too many R sessions: every session uid of r.sessionUids is in use");
     let quota: SessionQuota | undefined;
@@ -148,11 +178,30 @@ export class SessionHomes {
 
   /**
    * Ends what a session leaves: every process of its uid (what it started with setsid or mcparallel
-   * too), then its folders; only then can the uid serve another session. A uid whose processes
-   * survive is never handed out again.
+   * too), then its folders (and `also`: what the engine keeps of it); only then can the uid serve
+   * another session; then its control group. Resolves after the first try of each step: one that
+   * failed (processes that survive SIGKILL, a folder or a group that stays) is said and tried again in
+   * the background (Teardowns), the session counted in `ending` until all is done, its uid not free.
    */
-  async dispose(fork: Ended): Promise<void> {
-    await this.endProcesses(fork, () => removeFolders(fork.dirs));
+  dispose(fork: Ended, also?: TeardownStep): Promise<void> {
+    fork.child?.kill();
+    // Without its child the fork failed, maybe before its process was placed in the group: the uid tells.
+    const group = fork.child ? fork.quota?.group : undefined;
+    const { uid, quota } = fork;
+    return this.teardowns.run(`R session ${fork.id}`, [
+      async () => {
+        if (uid !== undefined && !(await reapSession(uid, group))) throw new Error(`processes of its uid ${uid} survived SIGKILL`);
+      },
+      async () => {
+        await Promise.all([removeFolders(fork.dirs), also?.()]);
+      },
+      async () => {
+        if (uid !== undefined) this.uids?.give(uid);
+      },
+      async () => {
+        if (quota && !quota.group.remove()) throw new Error("its control group could not be removed");
+      },
+    ]);
   }
 
   /**

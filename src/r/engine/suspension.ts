@@ -95,7 +95,7 @@ export class Suspension {
         current = undefined;
         this.options.onProcess(id, undefined);
         this.forget(id);
-        await Promise.all([homes.dispose(gone), records.remove(id)]);
+        await homes.dispose(gone, () => records.remove(id));
         this.options.freed();
       },
     };

@@ -1,0 +1,65 @@
+import { expect } from "chai";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { caller, ctxOf, startRig, until, type Rig } from "./support.js";
+
+/**
+ * A DELETE answers once the session cannot be reached; the rest of its end (its processes reaped, its
+ * folders removed, its control group released) goes on after the answer, counted against
+ * r.maxSessions and holding its uid until done, and a step of it that fails is said and tried again.
+ */
+describe("a session's end after its DELETE answered", function () {
+  this.timeout(60_000);
+  const alice = caller("alice", "user");
+  let rig: Rig;
+
+  afterEach(async () => {
+    await rig?.close();
+  });
+
+  const create = async (): Promise<string> =>
+    (await rig.handlers.createSession!({ $typeName: "rock.r.v1.CreateSessionRequest" }, ctxOf(alice))).session!.id!;
+  const remove = async (id: string): Promise<void> => {
+    await rig.handlers.deleteSession!({ $typeName: "rock.r.v1.DeleteSessionRequest", id }, ctxOf(alice));
+  };
+  const logged = (): string[] => {
+    const lines: string[] = [];
+    rig.log.subscribe((line) => lines.push(line));
+    return lines;
+  };
+
+  it("counts a deleted session against r.maxSessions until its end is done: a creation waits for it rather than being refused", async () => {
+    rig = await startRig({ maxSessions: 1, spareSessions: 0 });
+    for (let i = 0; i < 5; i++) {
+      const id = await create();
+      const home = rig.engine.session(id).dirs.home;
+      await remove(id);
+      expect(() => rig.engine.session(id)).to.throw(/No such R session/);
+      const next = await create();
+      // The one place under the limit was free only once the deleted session's folders were gone.
+      expect(existsSync(home), "the deleted session's folder when the next was created").to.equal(false);
+      await remove(next);
+    }
+  });
+
+  it("says a step of the end that fails and tries it again until it is done", async function () {
+    if (process.getuid?.() !== 0) this.skip();
+    rig = await startRig({ spareSessions: 0 });
+    const lines = logged();
+    const id = await create();
+    const dirs = rig.engine.session(id).dirs;
+    // A file system mounted in the session's folder: its removal fails (EBUSY) while it is mounted.
+    const mount = join(dirs.work, "mounted");
+    mkdirSync(mount);
+    execFileSync("mount", ["-t", "tmpfs", "tmpfs", mount]);
+    try {
+      await remove(id);
+      await until(() => lines.some((line) => line.includes(`R session ${id}:`) && line.includes("tried again in 1 s")));
+      expect(existsSync(dirs.home)).to.equal(true);
+    } finally {
+      execFileSync("umount", [mount]);
+    }
+    await until(() => !existsSync(dirs.home), 10_000);
+  });
+});
