@@ -7,6 +7,8 @@ header_bytes <- 5L
 one_read <- 4091L
 # Where an isolated session leaves its proof, in its home.
 proof_file <- ".rock-proof"
+# The FIFO large values go through, in a session's home.
+value_pipe <- ".value-pipe"
 # Node -> the R server (control socket)
 to_server_fork <- "F" # fork a session (answered by forked or forkFailed)
 to_server_fork_fields <- c("token", "work_dir", "tmp_dir")
@@ -28,7 +30,7 @@ to_session_eval_json <- "E" # evaluate, answer JSON; body: the script (UTF-8)
 to_session_eval_rds <- "R" # evaluate, answer R serialization; body: the script (UTF-8)
 to_session_live_json <- "L" # evaluate live, answer JSON; body: the script (UTF-8)
 to_session_live_rds <- "B" # evaluate live, answer R serialization; body: the script (UTF-8)
-to_session_eval_piped <- "J" # evaluate, answer R serialization: a large value through the pipe at path (piping, then an empty value); field: path; body: the script (UTF-8)
+to_session_eval_piped <- "J" # evaluate, answer R serialization: a large value through the session's value pipe (piping, then an empty value); body: the script (UTF-8)
 to_session_assign <- "A" # assign the value of the body to symbol; body: the script (UTF-8), the R serialization, or the path of the FIFO it comes through
 to_session_assign_fields <- c("source", "symbol")
 to_session_drain <- "D" # consume a SIGINT that landed after the evaluation it aimed at; not answered

@@ -83,9 +83,9 @@ export function evalFrame(script: Uint8Array, format: ValueFormat, live = false)
   return encodeFrame((live ? LIVE : EVAL)[format], script);
 }
 
-/** As evalFrame, rds: a large value is written by R into the session's value pipe at `pipe` (value-pipe.ts). */
-export function pipedEvalFrame(script: Uint8Array, pipe: string): Buffer {
-  return frameOf(TO_SESSION.evalPiped, { path: pipe }, script);
+/** As evalFrame, rds: a large value is written by R into the session's value pipe (value-pipe.ts). */
+export function pipedEvalFrame(script: Uint8Array): Buffer {
+  return encodeFrame(TO_SESSION.evalPiped.letter, script);
 }
 
 export function isLive(request: Buffer): boolean {

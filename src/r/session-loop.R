@@ -149,11 +149,17 @@ read_stream <- function(path) {
 # whatever was left at its name (no process to start, as Node's mkfifo would). R says it starts
 # (piping), and its open waits for Node to open the pipe for reading. The answer is then an empty
 # value, which Node takes once it read the end of the pipe. Below pipe_bytes (object.size, an
-# estimate taken in microseconds) the bytes come in the answer, as they do when the pipe cannot be
-# made (its folder full, say): the answer does not fail for the way it travels.
+# estimate) the bytes come in the answer, as they do when the pipe cannot be made (its folder full,
+# say): the answer does not fail for the way it travels. A vector of numbers or logicals without
+# attributes and under 32,768 elements (16 bytes each at most) is told small without object.size(),
+# which costs as much as serialize() itself on such a value.
 pipe_bytes <- 1048576
+small_value <- function(x) {
+  if (!is.null(attributes(x)) || length(x) >= 32768L) return(FALSE)
+  switch(typeof(x), logical = , integer = , double = , complex = , raw = , "NULL" = TRUE, FALSE)
+}
 piped_value <- function(con, value, path) {
-  if (object.size(value) < pipe_bytes) return(serialize(value, NULL))
+  if (small_value(value) || object.size(value) < pipe_bytes) return(serialize(value, NULL))
   made <- tryCatch({
     unlink(path, recursive = TRUE)
     close(fifo(path, "w+"))
@@ -168,7 +174,7 @@ piped_value <- function(con, value, path) {
 }
 
 # An evaluation's letter says how its value is answered (and whether it is live): its payload is the
-# script alone, read with no field before it; but a piped one's, whose path comes first.
+# script alone, read with no field before it; a piped one's value pipe is the session's own (state$pipe).
 handle <- function(con, out, frame, live) {
   p <- frame$payload
   announce <- length(p) + header_bytes > one_read
@@ -178,9 +184,7 @@ handle <- function(con, out, frame, live) {
   } else if (type == to_session_eval_rds || type == to_session_live_rds) {
     evaluate(con, out, function() serialize(run_script(rawToChar(p)), NULL), announce, live)
   } else if (type == to_session_eval_piped) {
-    path <- readBin(p, "character", 1L)
-    script <- body_after(p, path)
-    evaluate(con, out, function() piped_value(con, run_script(rawToChar(script)), path), announce, FALSE)
+    evaluate(con, out, function() piped_value(con, run_script(rawToChar(p)), state$pipe), announce, FALSE)
   } else if (type == to_session_assign) {
     fields <- read_fields(p, to_session_assign_fields)
     body <- body_after(p, fields)
@@ -205,6 +209,7 @@ handle <- function(con, out, frame, live) {
 
 session <- function(token, workdir, tmpdir, links = NULL) {
   setwd(workdir)
+  state$pipe <- file.path(dirname(workdir), value_pipe)
   Sys.setenv(TMPDIR = tmpdir, HOME = workdir)
   # The session's own package library, which Node made unless packages.sessionInstalls is none:
   # install.packages() and remotes write .libPaths()[1], and R_LIBS puts it first for the R processes

@@ -6,7 +6,7 @@ import { cpuSeconds } from "./confine/processes.js";
 import type { Fault } from "../errors/fault.js";
 import { rError, sessionEnded, sessionNotSaved } from "./errors.js";
 import { assignFrame, evalFrame, pipedEvalFrame, saveFrame, type AssignSource, type ValueFormat } from "./protocol.js";
-import { AnswerPipe, valuePipePath } from "./value-pipe.js";
+import { AnswerPipe } from "./value-pipe.js";
 
 /**
  * A session's folders: `work` (its working directory), `tmp` (its tempdir()) and `library` (the
@@ -291,7 +291,7 @@ export class RSession implements SessionInfo {
    * the job ends once R's writing did.
    */
   private pipedRequest(script: Uint8Array, answer: () => AnswerPipe | undefined): Request {
-    const frame = pipedEvalFrame(script, valuePipePath(this.folders));
+    const frame = pipedEvalFrame(script);
     return {
       open: () => Promise.resolve(frame),
       // Its failure is the answer's (evalStream).

@@ -5,6 +5,7 @@ import { Socket } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { runAs, type Owner } from "./confine/as-owner.js";
+import { VALUE_PIPE } from "./protocol-table.js";
 
 /** A session's folder for its value pipe (its home, above the working folder the file calls reach), and who owns it. */
 export interface PipeDirs {
@@ -18,10 +19,8 @@ export interface PipeDirs {
  * runs at a time, so one pipe serves both ways. Node makes it only when it is missing or replaced:
  * that takes a process (Node has no mkfifo), ~5 ms of the event loop's time (a CPU profile, by hand).
  */
-const PIPE_NAME = ".value-pipe";
-
 export function valuePipePath(dirs: PipeDirs): string {
-  return join(dirs.home, PIPE_NAME);
+  return join(dirs.home, VALUE_PIPE);
 }
 
 /** Makes the session's value pipe anew, as its uid when it has one (its folder is its own). */

@@ -13,6 +13,7 @@ import {
   PROOF_FILE,
   TO_SERVER,
   TO_SESSION,
+  VALUE_PIPE,
   type FrameSpec,
 } from "../../src/r/protocol-table.js";
 
@@ -47,6 +48,8 @@ function block(): string {
     `  one_read <- ${ONE_READ}L`,
     "  # Where an isolated session leaves its proof, in its home.",
     `  proof_file <- ${rString(PROOF_FILE)}`,
+    "  # The FIFO large values go through, in a session's home.",
+    `  value_pipe <- ${rString(VALUE_PIPE)}`,
   ];
   for (const [direction, { title, frames }] of Object.entries(DIRECTIONS)) {
     lines.push(`  # ${title}`);
