@@ -54,6 +54,8 @@ type Way = "rest" | "grpc" | "rest1" | "grpcJs";
 interface CallPair {
   readonly name: string;
   readonly calls: Record<Way, H2Request>;
+  /** gRPC's bound against REST over the same HTTP/2. */
+  readonly sameHttp2: number;
 }
 
 interface Figures {
@@ -82,7 +84,7 @@ export async function runGrpcBench(o: GrpcBenchOptions): Promise<Section[]> {
       const rounds = o.quick ? 2 : 5;
       const n = o.quick ? 1000 : 4000;
       const s = section("gRPC vs REST, same server, h2load (C client), one call in flight");
-      const rows: { name: string; ours: Record<Way, Figures>; connect: Figures }[] = [];
+      const rows: { name: string; sameHttp2: number; ours: Record<Way, Figures>; connect: Figures }[] = [];
       for (const server of [fast, reference]) await warm(server);
       const pairsFast = await callPairs(fast, dir, "fast");
       const pairsRef = await callPairs(reference, dir, "ref");
@@ -91,7 +93,7 @@ export async function runGrpcBench(o: GrpcBenchOptions): Promise<Section[]> {
         o.log(`gRPC vs REST: ${p.name}, ${rounds} rounds × ${n} calls each way…`);
         const ours = await interleaved(fast.pid, p.calls, rounds, n);
         const ref = await interleaved(reference.pid, { grpc: pairsRef[i]!.calls.grpc }, rounds, n);
-        rows.push({ name: p.name, ours, connect: ref.grpc });
+        rows.push({ name: p.name, sameHttp2: p.sameHttp2, ours, connect: ref.grpc });
       }
       o.log("gRPC vs REST: the bare floors, node:http and node:http2…");
       const bare = await interleaved(
@@ -118,16 +120,16 @@ export async function runGrpcBench(o: GrpcBenchOptions): Promise<Section[]> {
             value: `${us(r.ours.grpc.cpuUs)} / ${us(r.ours.rest.cpuUs)}`,
             reference: `Connect-ES gRPC ${us(r.connect.cpuUs)}`,
             ratio: times(cpu),
-            target: "≤ 1.2×",
-            verdict: verdict(cpu <= 1.2),
+            target: `≤ ${r.sameHttp2}×`,
+            verdict: verdict(cpu <= r.sameHttp2),
           },
           {
             figure: `${r.name}: mean latency, gRPC / REST`,
             value: `${us(r.ours.grpc.meanUs)} / ${us(r.ours.rest.meanUs)}`,
             reference: `Connect-ES gRPC ${us(r.connect.meanUs)}`,
             ratio: times(lat),
-            target: "≤ 1.2×",
-            verdict: verdict(lat <= 1.2),
+            target: `≤ ${r.sameHttp2}×`,
+            verdict: verdict(lat <= r.sameHttp2),
           },
         );
       }
@@ -226,6 +228,8 @@ async function callPairs(server: ServerProcess, dir: string, tag: string): Promi
   return [
     {
       name: "GetSession (no R)",
+      // Issue 40: within 1.5x, or the measured reason it cannot be (test/bench/README.md).
+      sameHttp2: 1.5,
       calls: ways(
         { path: `/r/session/${id}`, headers: { authorization: auth } },
         { path: "/rock.r.v1.RService/GetSession", body: await bodyFile("get-grpc", enveloped(GetSessionRequestSchema, getSession)) },
@@ -233,6 +237,7 @@ async function callPairs(server: ServerProcess, dir: string, tag: string): Promi
     },
     {
       name: "Eval `1+1` as JSON",
+      sameHttp2: 1.2,
       calls: ways(
         {
           path: `/r/session/${id}/_eval`,

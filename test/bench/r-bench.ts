@@ -272,7 +272,8 @@ export async function runRBench(o: RBenchOptions): Promise<Section[]> {
         ratio: ratio(inBurst.p95, rsInBurst.p95),
       },
       { figure: "delete p50 / p95", value: `${ms(del.p50)} / ${ms(del.p95)}` },
-      // A delete answers once every process of the session is gone; Rserve's close waits for nothing.
+      // A delete answers once the session cannot be reached, its end going on after (issue 40); a cycle
+      // back to back also waits for the spare forked to replace the one taken once the spares run out.
       {
         figure: "create + delete p50",
         value: ms(both.p50),
