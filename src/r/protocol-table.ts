@@ -115,7 +115,8 @@ export const FROM_SERVER = {
  * Node -> a session, on its main socket. An evaluation's letter says how its value is answered and
  * whether it is live (messages and warnings as frames, output streamed): it has no field, so R reads
  * nothing before the script on the hot path (evalPiped's pipe is the session's own, VALUE_PIPE in its
- * home: REST's R-serialized answers once took the path as a field, ~14 µs more of R per call, issue 40).
+ * home: REST's R-serialized answers once took the path as a field, ~10 µs more of R per call: test/bench/
+ * README.md, issue 40).
  */
 export const TO_SESSION = {
   evalJson: { letter: "E", doc: "evaluate, answer JSON", fields: [], body: "the script (UTF-8)" },

@@ -245,7 +245,7 @@ session <- function(token, workdir, tmpdir, links = NULL) {
 # A session's loop: send the last answer, wait for the next request, evaluate it. One exiting
 # handler serves all three steps of every request until an interrupt or an error cuts one short (a
 # handler costs as much as a small evaluation: set up once per request, it was ~6 of R's ~20 µs of a
-# `1+1` outside a socket, issue 40); `step` tells which one was cut short:
+# `1+1` outside a socket, test/bench/README.md, issue 40); `step` tells which one was cut short:
 # - send: R waits for a socket with interrupts enabled even inside suspendInterrupts(), and an
 #   interrupt there comes before anything of that write was sent: what is left is sent again;
 # - read: a SIGINT while waiting for a request (nothing of it read yet; see evaluate()) is for the
