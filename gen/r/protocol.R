@@ -1,4 +1,4 @@
-# Made from src/r/protocol-table.ts by `npm run gen`: edit the table there, not this file.
+# Made from src/r/wire/protocol-table.ts by `npm run gen`: edit the table there, not this file.
 # A frame: its letter, the payload's length (uint32, big endian), the payload: its fields, each a text
 # ended by a NUL, in the order of <frame>_fields (a frame of one field is that field), then its body.
 header_bytes <- 5L

@@ -1,4 +1,4 @@
-import type { EngineEvent } from "../r/engine.js";
+import type { EngineEvent } from "../r/engine/engine.js";
 import type { Logger } from "./logger.js";
 
 /** The R server's and sessions' lifecycle in the service log (what R prints stays in the console log). */

@@ -2,7 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 import { NetworkService } from "../../gen/es/rock/networks/v1/networks_pb.js";
 import { RService } from "../../gen/es/rock/r/v1/rservice_pb.js";
 import type { RegistrationOutcome } from "../cluster/opal-registration.js";
-import type { EngineEvent } from "../r/engine.js";
+import type { EngineEvent } from "../r/engine/engine.js";
 import type { CallRecord } from "../interceptors/call-observer.js";
 
 export interface MetricsSources {

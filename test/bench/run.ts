@@ -105,7 +105,7 @@ try {
 }
 const rAfter = rWorkerCount();
 log(
-  `R worker processes (src/r/worker.R) on this machine: ${rBefore} before the run, ${rAfter} after${rAfter > rBefore ? " — some were left behind" : ""}.`,
+  `R worker processes (src/r/process/worker.R) on this machine: ${rBefore} before the run, ${rAfter} after${rAfter > rBefore ? " — some were left behind" : ""}.`,
 );
 const fails = sections.flatMap((s) => s.rows.filter((r) => r.verdict === "FAIL").map((r) => `${s.title}: ${r.figure}`));
 console.log(

@@ -206,7 +206,7 @@ function killGroup(pgrp: number): void {
   }
 }
 
-/** Processes running the R server script (src/r/worker.R) on this machine, from any server. */
+/** Processes running the R server script (src/r/process/worker.R) on this machine, from any server. */
 export function rWorkerCount(): number {
   let n = 0;
   for (const name of readdirSync("/proc")) {

@@ -2,10 +2,10 @@ import { expect } from "chai";
 import { createHash } from "node:crypto";
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { MAX_LINE_CHARS } from "../../src/r/console-log.js";
+import { MAX_LINE_CHARS } from "../../src/r/process/console-log.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { rest } from "../support/clients.js";
-import type { EvalEvent } from "../../src/r/child.js";
+import type { EvalEvent } from "../../src/r/process/child.js";
 import { startRig, text, until, type Rig } from "./support.js";
 
 const RSCRIPT = { "content-type": "application/x-rscript" };

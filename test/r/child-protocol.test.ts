@@ -1,10 +1,10 @@
 import { expect } from "chai";
 import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
-import { RChild, type EvalEvent } from "../../src/r/child.js";
-import { encodeFrame, FrameReader } from "../../src/r/frames.js";
-import { DRAIN, evalFrame } from "../../src/r/protocol.js";
-import { FROM_SESSION, lettersOf, MARKER, ONE_READ, TO_SESSION } from "../../src/r/protocol-table.js";
+import { RChild, type EvalEvent } from "../../src/r/process/child.js";
+import { encodeFrame, FrameReader } from "../../src/r/wire/frames.js";
+import { DRAIN, evalFrame } from "../../src/r/wire/protocol.js";
+import { FROM_SESSION, lettersOf, MARKER, ONE_READ, TO_SESSION } from "../../src/r/wire/protocol-table.js";
 import { until } from "./support.js";
 
 /**

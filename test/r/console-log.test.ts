@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConsoleLog, MAX_LINE_CHARS, MEMORY_CHARS } from "../../src/r/console-log.js";
+import { ConsoleLog, MAX_LINE_CHARS, MEMORY_CHARS } from "../../src/r/process/console-log.js";
 
 describe("ConsoleLog: long lines and large appends", () => {
   let dir: string;

@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
 import { UploadFileRequestSchema } from "../../gen/es/rock/r/v1/rservice_pb.js";
-import { DOWNLOAD_CHUNK_BYTES, openDownload, Upload } from "../../src/r/files.js";
-import type { RSession } from "../../src/r/session.js";
+import { DOWNLOAD_CHUNK_BYTES, openDownload, Upload } from "../../src/r/session/files.js";
+import type { RSession } from "../../src/r/session/session.js";
 import { caller, ctxOf, startRig, text, until, type Rig } from "./support.js";
 
 const alice = caller("alice", "user");

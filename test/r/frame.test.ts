@@ -1,6 +1,6 @@
 import { expect } from "chai";
-import { encodeFrame, FrameReader, type Frame } from "../../src/r/frames.js";
-import { FROM_SESSION, lettersOf, type Letter } from "../../src/r/protocol-table.js";
+import { encodeFrame, FrameReader, type Frame } from "../../src/r/wire/frames.js";
+import { FROM_SESSION, lettersOf, type Letter } from "../../src/r/wire/protocol-table.js";
 
 type Answer = Frame<Letter<typeof FROM_SESSION>>;
 const frame = (type: Answer["type"], payload: Buffer): Answer => ({ type, payload });

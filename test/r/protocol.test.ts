@@ -1,9 +1,9 @@
 import { expect } from "chai";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { decodeFields, onlyField } from "../../src/r/fields.js";
-import { encodeFrame, FrameReader, MAX_GREETING, MAX_GREETING_PAYLOAD, ProtocolError } from "../../src/r/frames.js";
-import { FROM_SERVER, FROM_SESSION, lettersOf, MARKER, type FrameSpec } from "../../src/r/protocol-table.js";
+import { decodeFields, onlyField } from "../../src/r/wire/fields.js";
+import { encodeFrame, FrameReader, MAX_GREETING, MAX_GREETING_PAYLOAD, ProtocolError } from "../../src/r/wire/frames.js";
+import { FROM_SERVER, FROM_SESSION, lettersOf, MARKER, type FrameSpec } from "../../src/r/wire/protocol-table.js";
 import { DIRECTIONS } from "../tools/r-protocol.js";
 
 describe("protocol: the table", () => {
@@ -18,18 +18,18 @@ describe("protocol: the table", () => {
   });
 
   it("is the only place the worker's R takes a letter from: it reads gen/r/protocol.R, and no frame type is a letter written inline in any of its files", () => {
-    const read = (file: string): string => readFileSync(fileURLToPath(new URL(`../../src/r/${file}`, import.meta.url)), "utf8");
+    const read = (file: string): string => readFileSync(fileURLToPath(new URL(`../../src/r/process/${file}`, import.meta.url)), "utf8");
     const worker = read("worker.R");
     expect(worker, "worker.R reads the generated constants").to.match(/sys\.source\(commandArgs\(trailingOnly = TRUE\)\[1L\]/);
     // Every R file of the worker: worker.R and the files it reads as its trailing arguments (rserver.ts).
     const files = [
       "worker.R",
-      ...readdirSync(fileURLToPath(new URL("../../src/r/", import.meta.url))).filter((f) => f.endsWith(".R") && f !== "worker.R"),
+      ...readdirSync(fileURLToPath(new URL("../../src/r/process", import.meta.url))).filter((f) => f.endsWith(".R") && f !== "worker.R"),
     ];
     expect(files).to.include.members(["worker.R", "session-state.R", "session-loop.R"]);
     const rserver = read("rserver.ts");
     for (const file of files.filter((f) => f !== "worker.R"))
-      expect(rserver, `rserver.ts hands worker.R ${file}`).to.include(`src/r/${file}"`);
+      expect(rserver, `rserver.ts hands worker.R ${file}`).to.include(`src/r/process/${file}"`);
     // A type compared with a letter, or a letter handed to what writes a frame.
     const inline = /(==|!=)\s*"[A-Za-z]"|(write_frame|send_marked|frame_bytes|frame_header)\([^)]*"[A-Za-z]"/g;
     for (const file of files) expect(read(file).match(inline) ?? [], file).to.deep.equal([]);

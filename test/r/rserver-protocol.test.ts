@@ -3,10 +3,10 @@ import { chmod, chown, mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/p
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaults } from "../../src/config/load.js";
-import type { EvalEvent, Outcome, RChild } from "../../src/r/child.js";
+import type { EvalEvent, Outcome, RChild } from "../../src/r/process/child.js";
 import { hasCapability, SYS_ADMIN } from "../../src/r/confine/capabilities.js";
-import { assignFrame, evalFrame, type FramedSource, type SessionIdentity, type ValueFormat } from "../../src/r/protocol.js";
-import { RServerProcess, type RServerOptions } from "../../src/r/rserver.js";
+import { assignFrame, evalFrame, type FramedSource, type SessionIdentity, type ValueFormat } from "../../src/r/wire/protocol.js";
+import { RServerProcess, type RServerOptions } from "../../src/r/process/rserver.js";
 import { testSessionUids } from "../support/uids.js";
 import { alive, rscript, text } from "./support.js";
 

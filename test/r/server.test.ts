@@ -6,9 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { decideIsolation, sessionsRoot } from "../../src/r/confine/isolation.js";
-import { holdsProof } from "../../src/r/confine/proof.js";
+import { holdsProof } from "../../src/r/process/proof.js";
 import { testSessionUids } from "../support/uids.js";
-import { ConsoleLog } from "../../src/r/console-log.js";
+import { ConsoleLog } from "../../src/r/process/console-log.js";
 import { processes } from "../support/procfs.js";
 import { alive, caller, collect, ctxOf, sleep, startRig, text, until, type Rig } from "./support.js";
 

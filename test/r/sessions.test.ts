@@ -6,11 +6,11 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
-import type { RSession } from "../../src/r/session.js";
+import type { RSession } from "../../src/r/session/session.js";
 import { commandMessage, sessionMessage } from "../../src/r/service/messages.js";
 import { processes, type ProcStat } from "../support/procfs.js";
 import { caller, ctxOf, startRig, text, until, type Rig } from "./support.js";
-import type { EngineEvent } from "../../src/r/engine.js";
+import type { EngineEvent } from "../../src/r/engine/engine.js";
 
 const body = (script: string) => create(HttpBodySchema, { contentType: "application/x-rscript", data: text(script) });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -10,8 +10,8 @@ import { defaults } from "../../src/config/load.js";
 import { decideIsolation, sessionsRoot } from "../../src/r/confine/isolation.js";
 import type { SessionQuotas } from "../../src/r/confine/quotas.js";
 import { testSessionUids } from "../support/uids.js";
-import { ConsoleLog } from "../../src/r/console-log.js";
-import { REngine, type EngineEvent } from "../../src/r/engine.js";
+import { ConsoleLog } from "../../src/r/process/console-log.js";
+import { REngine, type EngineEvent } from "../../src/r/engine/engine.js";
 import { PackageManager } from "../../src/r/packages/manager.js";
 import { createRServiceHandlers } from "../../src/r/service/handlers.js";
 

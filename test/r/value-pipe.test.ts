@@ -4,8 +4,8 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { PipeWriter } from "../../src/r/pipe-writer.js";
-import { AnswerPipe, makeValuePipe, valuePipePath } from "../../src/r/value-pipe.js";
+import { PipeWriter } from "../../src/r/wire/pipe-writer.js";
+import { AnswerPipe, makeValuePipe, valuePipePath } from "../../src/r/wire/value-pipe.js";
 
 /** This process's descriptors open on `file` (a FIFO keeps its name in /proc/self/fd). */
 function descriptorsOn(file: string): number {

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { Fault } from "../../src/errors/fault.js";
 import { create } from "@bufbuild/protobuf";
 import { HttpBodySchema } from "../../gen/es/google/api/httpbody_pb.js";
-import type { RSession } from "../../src/r/session.js";
+import type { RSession } from "../../src/r/session/session.js";
 import { caller, collect, ctxOf, rscript, startRig, text, type Rig } from "./support.js";
 
 const CONVERT = `

@@ -92,6 +92,26 @@ const RULES: readonly Rule[] = [
   },
 ];
 
+/**
+ * The R engine's folders, bottom up: each imports only the folders beneath it (src/README.md draws
+ * them). `packages/` stands on `confine/` alone, beside the wire, the processes and the session.
+ */
+const R_FLOORS: readonly { readonly folder: string; readonly beneath: readonly string[] }[] = [
+  { folder: "confine", beneath: [] },
+  { folder: "wire", beneath: ["confine"] },
+  { folder: "process", beneath: ["confine", "wire"] },
+  { folder: "session", beneath: ["confine", "wire", "process"] },
+  { folder: "packages", beneath: ["confine"] },
+  { folder: "engine", beneath: ["confine", "wire", "process", "session", "packages"] },
+  { folder: "service", beneath: ["confine", "wire", "process", "session", "packages", "engine"] },
+];
+
+const R_FLOOR_RULES: readonly Rule[] = R_FLOORS.map(({ folder, beneath }) => ({
+  name: `src/r/${folder}/ imports of src/r only ${beneath.length > 0 ? beneath.map((f) => `${f}/`).join(", ") : "itself"}`,
+  files: [`src/r/${folder}/`],
+  mustNotImport: R_FLOORS.filter((f) => f.folder !== folder && !beneath.includes(f.folder)).map((f) => `src/r/${f.folder}/`),
+}));
+
 function matcher(patterns: readonly string[]): (target: string) => boolean {
   const regexes = patterns.map((p) => {
     const body = p.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replaceAll("*", "[^/]+");
@@ -230,6 +250,29 @@ describe("layering: imports run transport → interceptors → services → doma
       expect(found, rule.name).to.deep.equal([]);
     });
   }
+
+  describe("the R engine's floors", () => {
+    for (const rule of R_FLOOR_RULES) {
+      it(rule.name, () => {
+        expect(offences(rule, sources, onDisk), rule.name).to.deep.equal([]);
+      });
+    }
+
+    it("src/r/ holds its floors' folders and the sandbox package, no file of its own", () => {
+      const entries = readdirSync(path.join(ROOT, "src/r"), { withFileTypes: true });
+      expect(
+        entries.filter((e) => !e.isDirectory()).map((e) => e.name),
+        "files at src/r/'s top",
+      ).to.deep.equal([]);
+      expect(entries.map((e) => e.name).sort(), "folders of src/r/").to.deep.equal([...R_FLOORS.map((f) => f.folder), "sandbox"].sort());
+    });
+
+    it("knows a floor importing one above it", () => {
+      const planted = new Map([["src/r/wire/planted.ts", 'import type { RSession } from "../session/session.js";']]);
+      const wire = R_FLOOR_RULES.find((r) => r.files[0] === "src/r/wire/")!;
+      expect(offences(wire, planted, onDisk)).to.deep.equal(["src/r/wire/planted.ts imports src/r/session/session.ts"]);
+    });
+  });
 
   it("has no import cycle in src/, type-only imports included", () => {
     expect(importCycles(importGraph(sources, onDisk)), "import cycles").to.deep.equal([]);

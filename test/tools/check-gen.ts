@@ -2,7 +2,7 @@
  * Fails when gen/ is not what `npm run gen` makes from proto/ now: regenerates into a temporary folder
  * and compares every file both ways. gen/openapi.json is built from the route table of the committed
  * gen/es (whose own staleness this reports too) and src/. gen/r/protocol.R (the R side's constants of
- * the protocol) is made from src/r/protocol-table.ts and compared with the rest of gen/. Fails too when
+ * the protocol) is made from src/r/wire/protocol-table.ts and compared with the rest of gen/. Fails too when
  * a page of docs/ that `npm run gen` writes is stale (generated-docs.ts): docs/api.md (made as
  * gen/openapi.json is, from the committed gen/ and src/openapi/) and the configuration table (from
  * src/config/settings.ts).

@@ -1,4 +1,4 @@
-/** Writes gen/r/protocol.R, the R side's constants of the protocol, from src/r/protocol-table.ts (run by `npm run gen`). */
+/** Writes gen/r/protocol.R, the R side's constants of the protocol, from src/r/wire/protocol-table.ts (run by `npm run gen`). */
 import fs from "node:fs";
 import path from "node:path";
 import { rProtocolFile } from "./r-protocol.js";

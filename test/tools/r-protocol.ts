@@ -1,6 +1,6 @@
 /**
  * The R side's constants of the protocol (gen/r/protocol.R, which worker.R reads), made from
- * src/r/protocol-table.ts: written by gen-r-protocol.ts, compared by check-gen.ts.
+ * src/r/wire/protocol-table.ts: written by gen-r-protocol.ts, compared by check-gen.ts.
  */
 import {
   FIELDS,
@@ -15,7 +15,7 @@ import {
   TO_SESSION,
   VALUE_PIPE,
   type FrameSpec,
-} from "../../src/r/protocol-table.js";
+} from "../../src/r/wire/protocol-table.js";
 
 /** The table's four directions, by the prefix of their names in worker.R. */
 export const DIRECTIONS = {
@@ -70,5 +70,5 @@ export function rProtocolFile(): string {
   const lines = block()
     .split("\n")
     .map((line) => line.replace(/^ {2}/, ""));
-  return `# Made from src/r/protocol-table.ts by \`npm run gen\`: edit the table there, not this file.\n${lines.join("\n")}\n`;
+  return `# Made from src/r/wire/protocol-table.ts by \`npm run gen\`: edit the table there, not this file.\n${lines.join("\n")}\n`;
 }

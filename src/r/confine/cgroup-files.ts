@@ -1,6 +1,6 @@
 /** Reading and writing the files of cgroup hierarchies (v1 and v2 alike). */
 import { readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
-import { signalProcess } from "../signals.js";
+import { signalProcess } from "./signals.js";
 import { join } from "node:path";
 
 /** Mount points by filesystem type and super options (mountinfo: `… mountpoint … - fstype source options`). */

@@ -3,18 +3,18 @@ import { rmdirSync } from "node:fs";
 import { chmod, chown, lchown, mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RConfig } from "../../config/config.js";
-import type { RChild } from "../child.js";
-import type { ConsoleLog } from "../console-log.js";
+import type { RChild } from "../process/child.js";
+import type { ConsoleLog } from "../process/console-log.js";
 import { searchableByOthers } from "../confine/isolation.js";
 import { liveProcessesByUid, parentOf, reapSession, reapUid } from "../confine/processes.js";
 import type { SessionNetwork } from "../confine/network/restricted.js";
 import type { SessionQuota, SessionQuotas } from "../confine/quotas.js";
 import { UidPool } from "../confine/uid-pool.js";
 import { ENDING_WAIT_MS, type TeardownStep, Teardowns } from "./teardowns.js";
-import { tooManySessions } from "../errors.js";
-import type { SessionIdentity } from "../protocol.js";
-import type { RServerProcess } from "../rserver.js";
-import type { SessionDirs, SessionFolders, SessionProcess } from "../session.js";
+import { tooManySessions } from "./faults.js";
+import type { SessionIdentity } from "../wire/protocol.js";
+import type { RServerProcess } from "../process/rserver.js";
+import type { SessionDirs, SessionFolders, SessionProcess } from "../session/session.js";
 
 export interface SessionHomesOptions {
   readonly config: RConfig;

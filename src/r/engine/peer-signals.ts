@@ -1,6 +1,6 @@
-import type { RChild, SignalRequest } from "../child.js";
+import type { RChild, SignalRequest } from "../process/child.js";
 import { bootSeconds, processIdentity, signalAs, USER_HZ } from "../confine/processes.js";
-import type { RSession } from "../session.js";
+import type { RSession } from "../session/session.js";
 import type { Fork } from "./homes.js";
 
 export interface PeerSignalsOptions {
@@ -15,7 +15,7 @@ export interface PeerSignalsOptions {
  * end any of them (DELETE) or interrupt it. An isolated session sees only its own uid's processes and
  * kill(2) refuses it every other uid's, so Armadillo's way to end a busy session of its own,
  * `ps::ps_terminate(ps::ps_handle(pid))` evaluated in another, failed: the session now asks the
- * service (src/r/peer-signals.R), which grants a request only for a process of an open session of the
+ * service (src/r/process/peer-signals.R), which grants a request only for a process of an open session of the
  * same owner (the Rock account) and signals it itself. Every other answer is the same refusal, so a
  * session cannot tell another account's process from a pid no process has. Sessions that are not
  * isolated all run as the service's user and signal each other themselves: none of theirs is granted.

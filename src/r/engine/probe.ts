@@ -1,5 +1,5 @@
-import { evalFrame } from "../protocol.js";
-import type { RServerProcess } from "../rserver.js";
+import { evalFrame } from "../wire/protocol.js";
+import type { RServerProcess } from "../process/rserver.js";
 import type { Fork, SessionHomes } from "./homes.js";
 import type { SparePool } from "./spares.js";
 

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { CommandsRecord } from "../commands.js";
+import type { CommandsRecord } from "../session/commands.js";
 
 /**
  * What the service keeps of a session whose state its process saved: who it is, its dates, its

@@ -1,4 +1,4 @@
-import type { RServerProcess } from "../rserver.js";
+import type { RServerProcess } from "../process/rserver.js";
 import type { EngineEvent } from "./events.js";
 import type { Fork, SessionHomes } from "./homes.js";
 

@@ -1,11 +1,12 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { RConfig, SessionInstalls } from "../../config/config.js";
-import type { ConsoleLog } from "../console-log.js";
-import { notRunning, stillStarting } from "../errors.js";
-import { assertTrustedProfile } from "../profile.js";
+import type { ConsoleLog } from "../process/console-log.js";
+import { stillStarting } from "./faults.js";
+import { notRunning } from "../process/faults.js";
+import { assertTrustedProfile } from "../process/profile.js";
 import type { SessionNetwork } from "../confine/network/restricted.js";
-import { RServerProcess } from "../rserver.js";
+import { RServerProcess } from "../process/rserver.js";
 import type { EngineEvent } from "./events.js";
 
 export interface SupervisorOptions {

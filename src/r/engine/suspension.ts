@@ -1,10 +1,10 @@
 import { lstat } from "node:fs/promises";
 import type { RConfig } from "../../config/config.js";
-import { CommandList } from "../commands.js";
-import { sessionNotResumed } from "../errors.js";
-import { restoreFrame } from "../protocol.js";
-import type { RServerProcess } from "../rserver.js";
-import type { RSession, SessionHost, SessionProcess, SessionStart } from "../session.js";
+import { CommandList } from "../session/commands.js";
+import { sessionNotResumed } from "./faults.js";
+import { restoreFrame } from "../wire/protocol.js";
+import type { RServerProcess } from "../process/rserver.js";
+import type { RSession, SessionHost, SessionProcess, SessionStart } from "../session/session.js";
 import type { EngineEvent } from "./events.js";
 import { processOf, type Fork, type SessionHomes } from "./homes.js";
 import type { SessionRecord, SessionRecords } from "./records.js";

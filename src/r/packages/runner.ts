@@ -4,7 +4,7 @@ import { execa } from "execa";
 import { Fault } from "../../errors/fault.js";
 import { PACKAGE_SCRIPT } from "./script.js";
 import { packageEnvironment } from "../confine/environment.js";
-import { signalGroup } from "../signals.js";
+import { signalGroup } from "../confine/signals.js";
 
 export interface RunOptions {
   /** Each line R prints (stdout and stderr merged, in order), as it is printed. */

@@ -1,7 +1,7 @@
 import { Fault } from "../../errors/fault.js";
-import type { AssignSource } from "../protocol.js";
-import type { SessionDirs } from "../session.js";
-import { ValueFeed } from "../value-feed.js";
+import type { AssignSource } from "../wire/protocol.js";
+import type { SessionDirs } from "../session/session.js";
+import { ValueFeed } from "../wire/value-feed.js";
 import { Base64Stream } from "./base64-stream.js";
 import { OCTET_STREAM } from "./negotiate.js";
 import { scriptDecoder, type ScriptDecoder } from "./script-charset.js";

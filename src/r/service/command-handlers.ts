@@ -1,11 +1,11 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
-import type { CommandEntry } from "../commands.js";
-import type { REngine } from "../engine.js";
-import { noSuchCommand } from "../errors.js";
+import type { CommandEntry } from "../session/commands.js";
+import type { REngine } from "../engine/engine.js";
+import { noSuchCommand } from "../session/faults.js";
 import { contentTypeOf } from "./negotiate.js";
 import { commandMessage } from "./messages.js";
-import type { RSession } from "../session.js";
+import type { RSession } from "../session/session.js";
 import { SESSION_USERS, sessionFor } from "./permissions.js";
 
 export type CommandHandlers = Pick<ServiceImpl<typeof RService>, "listCommands" | "getCommand" | "deleteCommand" | "getCommandResult">;

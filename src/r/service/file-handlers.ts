@@ -1,10 +1,10 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
 import { Fault } from "../../errors/fault.js";
-import type { REngine } from "../engine.js";
-import { openDownload, Upload } from "../files.js";
+import type { REngine } from "../engine/engine.js";
+import { openDownload, Upload } from "../session/files.js";
 import { OCTET_STREAM } from "./negotiate.js";
-import type { RSession } from "../session.js";
+import type { RSession } from "../session/session.js";
 import { SESSION_USERS, sessionFor } from "./permissions.js";
 
 /**

@@ -1,7 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
 import type { NodeConfig, RConfig } from "../../config/config.js";
-import type { REngine } from "../engine.js";
+import type { REngine } from "../engine/engine.js";
 import { commandHandlers } from "./command-handlers.js";
 import { fileHandlers } from "./file-handlers.js";
 import { createPackageHandlers, type PackageOperations } from "./package-handlers.js";

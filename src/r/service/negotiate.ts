@@ -1,4 +1,4 @@
-import type { ValueFormat } from "../protocol.js";
+import type { ValueFormat } from "../wire/protocol.js";
 
 export const OCTET_STREAM = "application/octet-stream";
 export const JSON_TYPE = "application/json";

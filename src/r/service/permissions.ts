@@ -4,8 +4,8 @@ import { access } from "../../../gen/es/rock/options/v1/access_pb.js";
 import { RService } from "../../../gen/es/rock/r/v1/rservice_pb.js";
 import { Fault } from "../../errors/fault.js";
 import { callerOf, hasAnyRole } from "../../auth/caller.js";
-import type { REngine } from "../engine.js";
-import type { RSession } from "../session.js";
+import type { REngine } from "../engine/engine.js";
+import type { RSession } from "../session/session.js";
 
 /** The `access` option says who may call an RPC; these say who may act on a session another user owns. */
 

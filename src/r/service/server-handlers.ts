@@ -3,7 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { RService, ServerStatusSchema } from "../../../gen/es/rock/r/v1/rservice_pb.js";
 import type { NodeConfig, RConfig } from "../../config/config.js";
 import { Fault } from "../../errors/fault.js";
-import type { REngine } from "../engine.js";
+import type { REngine } from "../engine/engine.js";
 import { negotiate, OCTET_STREAM } from "./negotiate.js";
 
 export type ServerHandlers = Pick<

@@ -6,15 +6,15 @@ import type { Command, ExecuteResponseSchema, RService } from "../../../gen/es/r
 import { callerOf, hasAnyRole } from "../../auth/caller.js";
 import { Channel } from "../../channel.js";
 import { Fault } from "../../errors/fault.js";
-import type { EvalEvent } from "../child.js";
-import type { REngine } from "../engine.js";
+import type { EvalEvent } from "../process/child.js";
+import type { REngine } from "../engine/engine.js";
 import { contentTypeOf, negotiate } from "./negotiate.js";
 import { commandMessage, sessionMessage } from "./messages.js";
-import type { AssignSource, ValueFormat } from "../protocol.js";
+import type { AssignSource, ValueFormat } from "../wire/protocol.js";
 import { checkAccess, PACKAGE_INSTALLERS, SESSION_READERS, SESSION_USERS, sessionFor } from "./permissions.js";
-import type { RSession } from "../session.js";
-import type { CommandEntry } from "../commands.js";
-import { sessionEnded } from "../errors.js";
+import type { RSession } from "../session/session.js";
+import type { CommandEntry } from "../session/commands.js";
+import { sessionEnded } from "../process/faults.js";
 import { AssignBody, requiredScript, type AssignLimits } from "./assign-body.js";
 import { scriptDecoder } from "./script-charset.js";
 

@@ -1,12 +1,12 @@
 # The R side of the engine: one R server process that forks a child per session.
 #
 # Started with four arguments, the R files it reads into its environment first: gen/r/protocol.R,
-# src/r/session-state.R, src/r/session-loop.R (a session's loop: this file is the server's boot,
+# src/r/process/session-state.R, src/r/process/session-loop.R (a session's loop: this file is the server's boot,
 # confinement and fork loop) and src/r/peer-signals.R. Node writes nine lines on stdin (loopback port,
 # secret token, 1 when sessions are isolated, the path of the administrator's R profile or nothing, the
 # setup library or nothing, packages.sessionInstalls, packages.repos separated by spaces or nothing, the
 # router namespace's path or nothing, the resolv.conf sessions see as a JSON string or nothing), the
-# server connects back and then answers control frames. The frames are listed in src/r/protocol-table.ts, and their use
+# server connects back and then answers control frames. The frames are listed in src/r/wire/protocol-table.ts, and their use
 # (sockets, markers, interrupts) is described at the top of src/r/protocol.ts.
 # Everything lives inside local() so that a session's global environment starts empty.
 #
@@ -15,14 +15,14 @@
 # session's uid/gid (package `unix`) before it connects back, so no user code ever runs with the
 # server's rights.
 local({
-  # The protocol's letters, fields and markers: gen/r/protocol.R, made from src/r/protocol-table.ts by
+  # The protocol's letters, fields and markers: gen/r/protocol.R, made from src/r/wire/protocol-table.ts by
   # `npm run gen`; its path is this script's first argument.
   sys.source(commandArgs(trailingOnly = TRUE)[1L], envir = environment())
-  # A session's state saved and restored (src/r/session-state.R, the script's second argument).
+  # A session's state saved and restored (src/r/process/session-state.R, the script's second argument).
   sys.source(commandArgs(trailingOnly = TRUE)[2L], envir = environment())
-  # A session's loop and its answers (src/r/session-loop.R, the script's third argument).
+  # A session's loop and its answers (src/r/process/session-loop.R, the script's third argument).
   sys.source(commandArgs(trailingOnly = TRUE)[3L], envir = environment())
-  # Signals to the owner's other sessions, asked of Node (src/r/peer-signals.R, the fourth argument).
+  # Signals to the owner's other sessions, asked of Node (src/r/process/peer-signals.R, the fourth argument).
   sys.source(commandArgs(trailingOnly = TRUE)[4L], envir = environment())
 
   stdin_con <- file("stdin")

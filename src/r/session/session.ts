@@ -1,12 +1,13 @@
-import { Channel } from "../channel.js";
-import type { EventSink, Outcome, RChild, ValueSink } from "./child.js";
+import { Channel } from "../../channel.js";
+import type { EventSink, Outcome, RChild, ValueSink } from "../process/child.js";
 import { CommandList, type CommandEntry } from "./commands.js";
-import type { Owner } from "./confine/as-owner.js";
-import { cpuSeconds } from "./confine/processes.js";
-import type { Fault } from "../errors/fault.js";
-import { rError, sessionEnded, sessionNotSaved } from "./errors.js";
-import { assignFrame, evalFrame, pipedEvalFrame, saveFrame, type AssignSource, type ValueFormat } from "./protocol.js";
-import { AnswerPipe } from "./value-pipe.js";
+import type { Owner } from "../confine/as-owner.js";
+import { cpuSeconds } from "../confine/processes.js";
+import type { Fault } from "../../errors/fault.js";
+import { sessionEnded } from "../process/faults.js";
+import { rError, sessionNotSaved } from "./faults.js";
+import { assignFrame, evalFrame, pipedEvalFrame, saveFrame, type AssignSource, type ValueFormat } from "../wire/protocol.js";
+import { AnswerPipe } from "../wire/value-pipe.js";
 
 /**
  * A session's folders: `work` (its working directory), `tmp` (its tempdir()) and `library` (the
@@ -18,7 +19,7 @@ export interface SessionFolders {
   readonly work: string;
   readonly tmp: string;
   readonly library: string;
-  /** The file its state is saved into by its own process (src/r/session-state.R), in `home`. */
+  /** The file its state is saved into by its own process (src/r/process/session-state.R), in `home`. */
   readonly state: string;
 }
 

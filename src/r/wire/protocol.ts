@@ -1,5 +1,5 @@
 /**
- * The protocol between Node and R (src/r/worker.R): how it is used. Its frames, their letters and fields
+ * The protocol between Node and R (src/r/process/worker.R): how it is used. Its frames, their letters and fields
  * are in protocol-table.ts, from which `npm run gen` writes the R side's constants (gen/r/protocol.R).
  *
  * Sockets. Node listens on a loopback port; every connection proves itself with its first frame, the
@@ -30,7 +30,7 @@
  * the evaluation it aimed at ended: Node then sends drain before the next request, so R consumes it there.
  *
  * Signals to peers. During an evaluation R may ask Node, with a signal frame on the main socket, to signal
- * a process it cannot signal itself (src/r/peer-signals.R: a process of another session of the same
+ * a process it cannot signal itself (src/r/process/peer-signals.R: a process of another session of the same
  * owner, src/r/engine/peer-signals.ts), and waits for the one signalled frame that answers it before it
  * goes on: one such request at a time, answered only while the request that asked still runs, so the
  * answer always precedes the next request on the socket and R always reads it (an interrupt that lands

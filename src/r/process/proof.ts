@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import { constants } from "node:fs";
 import { open, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { PROOF_FILE } from "../protocol-table.js";
+import { PROOF_FILE } from "../wire/protocol-table.js";
 
 /**
  * How an isolated session proves, on each of its connections, that it is the process forked for it.

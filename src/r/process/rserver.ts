@@ -2,29 +2,29 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type Server, type Socket } from "node:net";
 import { basename } from "node:path";
-import type { SessionInstalls } from "../config/config.js";
-import { fromRoot } from "../package-root.js";
+import type { SessionInstalls } from "../../config/config.js";
+import { fromRoot } from "../../package-root.js";
 import { RChild } from "./child.js";
-import { sessionEnvironment } from "./confine/environment.js";
-import type { RouterLinks } from "./confine/network/restricted.js";
-import { holdsProof, proofFile, removeProof } from "./confine/proof.js";
-import { hasEnded } from "./confine/processes.js";
-import { notRunning, sessionNotStarted } from "./errors.js";
-import { decodeFields } from "./fields.js";
-import { FrameReader, MAX_GREETING_PAYLOAD, ProtocolError, type Frame } from "./frames.js";
-import { forkFrame, PING, versionFrame, type SessionIdentity, type ValueFormat } from "./protocol.js";
-import { FROM_SERVER, FROM_SESSION, lettersOf, type Letter } from "./protocol-table.js";
-import { signalGroup, signalProcess } from "./signals.js";
+import { sessionEnvironment } from "../confine/environment.js";
+import type { RouterLinks } from "../confine/network/restricted.js";
+import { holdsProof, proofFile, removeProof } from "./proof.js";
+import { hasEnded } from "../confine/processes.js";
+import { notRunning, sessionNotStarted } from "./faults.js";
+import { decodeFields } from "../wire/fields.js";
+import { FrameReader, MAX_GREETING_PAYLOAD, ProtocolError, type Frame } from "../wire/frames.js";
+import { forkFrame, PING, versionFrame, type SessionIdentity, type ValueFormat } from "../wire/protocol.js";
+import { FROM_SERVER, FROM_SESSION, lettersOf, type Letter } from "../wire/protocol-table.js";
+import { signalGroup, signalProcess } from "../confine/signals.js";
 
-const WORKER_SCRIPT = fromRoot("src/r/worker.R");
+const WORKER_SCRIPT = fromRoot("src/r/process/worker.R");
 /** The protocol's constants for the R side, which worker.R reads first (made by `npm run gen`). */
 const PROTOCOL_R = fromRoot("gen/r/protocol.R");
 /** How a session's state is saved and restored, which worker.R reads second. */
-const SESSION_STATE_R = fromRoot("src/r/session-state.R");
+const SESSION_STATE_R = fromRoot("src/r/process/session-state.R");
 /** A session's loop (serve, evaluate, the value encoders), which worker.R reads third. */
-const SESSION_LOOP_R = fromRoot("src/r/session-loop.R");
+const SESSION_LOOP_R = fromRoot("src/r/process/session-loop.R");
 /** Signals to the owner's other sessions, asked of Node, which worker.R reads fourth. */
-const PEER_SIGNALS_R = fromRoot("src/r/peer-signals.R");
+const PEER_SIGNALS_R = fromRoot("src/r/process/peer-signals.R");
 const START_TIMEOUT_MS = 30_000;
 const FORK_TIMEOUT_MS = 15_000;
 /** How often a fork not yet connected is looked at: a session that could not start is said this soon. */

@@ -1,4 +1,4 @@
-import type { ValueFormat } from "./protocol.js";
+import type { ValueFormat } from "../wire/protocol.js";
 
 export type CommandStatus = "PENDING" | "IN_PROGRESS" | "COMPLETED" | "FAILED";
 

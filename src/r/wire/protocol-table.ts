@@ -25,7 +25,7 @@ export const FIELDS = {
   token: "text",
   /**
    * An isolated session's second secret, made after its fork and left in its own folder (see
-   * src/r/confine/proof.ts); empty for a session that is not isolated.
+   * src/r/process/proof.ts); empty for a session that is not isolated.
    */
   proof: "text",
   /** A session's working directory (and HOME). */
@@ -67,9 +67,9 @@ export const FIELDS = {
   text: "text",
   /** A value as JSON text. */
   json: "bytes",
-  /** The file a session's state is saved into or restored from (src/r/session-state.R), or a session's value pipe (value-pipe.ts). */
+  /** The file a session's state is saved into or restored from (src/r/process/session-state.R), or a session's value pipe (value-pipe.ts). */
   path: "text",
-  /** What a session asks Node to send a process (src/r/peer-signals.R); `none`: only whether it may, and when the process started. */
+  /** What a session asks Node to send a process (src/r/process/peer-signals.R); `none`: only whether it may, and when the process started. */
   signal: ["none", "TERM", "KILL", "INT"],
   /**
    * When a process started, as R's package ps counts it: seconds since the epoch, a decimal that reads
@@ -188,7 +188,7 @@ export const HEADER_BYTES = 5;
 /** The file, in an isolated session's home (the folder above its working directory), that holds its proof. */
 export const PROOF_FILE = ".rock-proof";
 
-/** The FIFO, in a session's home, large values go through between Node and R (src/r/value-pipe.ts). */
+/** The FIFO, in a session's home, large values go through between Node and R (src/r/wire/value-pipe.ts). */
 export const VALUE_PIPE = ".value-pipe";
 
 /** R reads a socket 4096 bytes at a time; room is left for a drain frame sent with the request. */

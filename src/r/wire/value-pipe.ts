@@ -4,7 +4,7 @@ import { rm } from "node:fs/promises";
 import { Socket } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { runAs, type Owner } from "./confine/as-owner.js";
+import { runAs, type Owner } from "../confine/as-owner.js";
 import { VALUE_PIPE } from "./protocol-table.js";
 
 /** A session's folder for its value pipe (its home, above the working folder the file calls reach), and who owns it. */

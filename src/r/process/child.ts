@@ -1,11 +1,11 @@
 import type { Socket } from "node:net";
 import { StringDecoder } from "node:string_decoder";
-import { decodeFields, onlyField, type FieldValue } from "./fields.js";
-import { FrameReader, ProtocolError, type Frame, type PayloadSink } from "./frames.js";
-import { DRAIN, isLive, signalledFrame } from "./protocol.js";
-import { FROM_SESSION, lettersOf, MARKER, MARKER_LEAD, ONE_READ, type Letter } from "./protocol-table.js";
-import { SESSION_ENDED } from "./errors.js";
-import { signalProcess } from "./signals.js";
+import { decodeFields, onlyField, type FieldValue } from "../wire/fields.js";
+import { FrameReader, ProtocolError, type Frame, type PayloadSink } from "../wire/frames.js";
+import { DRAIN, isLive, signalledFrame } from "../wire/protocol.js";
+import { FROM_SESSION, lettersOf, MARKER, MARKER_LEAD, ONE_READ, type Letter } from "../wire/protocol-table.js";
+import { SESSION_ENDED } from "./faults.js";
+import { signalProcess } from "../confine/signals.js";
 
 /** What an evaluation prints or signals while it runs, in the order R produced it. */
 export interface EvalEvent {

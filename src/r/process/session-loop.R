@@ -134,7 +134,7 @@ drain_interrupt <- function() {
   tryCatch(allowInterrupts(Sys.sleep(0.001)), interrupt = function(i) NULL)
 }
 
-# A value unserialized as Node writes it into a FIFO (src/r/value-feed.ts): the read overlaps the
+# A value unserialized as Node writes it into a FIFO (src/r/wire/value-feed.ts): the read overlaps the
 # transfer and no raw copy of the whole serialization is held. raw = TRUE: no compression sniffing,
 # which would read ahead on a pipe. Node removes the FIFO.
 read_stream <- function(path) {
@@ -143,7 +143,7 @@ read_stream <- function(path) {
   unserialize(con)
 }
 
-# A large value serialized straight into the session's value pipe (src/r/value-pipe.ts), which Node
+# A large value serialized straight into the session's value pipe (src/r/wire/value-pipe.ts), which Node
 # reads as it comes: serialize(x, NULL) would grow a raw copy of it, copy by copy (0.23 s for 80 MB,
 # against 0.08 s into a pipe). The pipe is made anew here, as the session's uid in its own folder,
 # whatever was left at its name (no process to start, as Node's mkfifo would). R says it starts
@@ -229,7 +229,7 @@ session <- function(token, workdir, tmpdir, links = NULL) {
   out <- if (is.null(links)) connect("wb") else links$out
   # The token came through the R server, so a later fork may find it in the memory it inherits: an
   # isolated session also proves itself with a secret made now, as its uid, in its own folder (0700),
-  # which Node reads and removes (src/r/confine/proof.ts).
+  # which Node reads and removes (src/r/process/proof.ts).
   proof <- if (isolated) {
     secret <- paste(sprintf("%02x", as.integer(readBin("/dev/urandom", "raw", 32L))), collapse = "")
     cat(secret, file = file.path(dirname(workdir), proof_file))

@@ -3,8 +3,8 @@ import { constants, createWriteStream, fchownSync, type Stats, type WriteStream 
 import { lstat, mkdir, open, readlink, realpath, rename, rm, stat, type FileHandle } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { finished } from "node:stream/promises";
-import { runAs, type Owner } from "./confine/as-owner.js";
-import { badPath } from "./errors.js";
+import { runAs, type Owner } from "../confine/as-owner.js";
+import { badPath } from "./faults.js";
 import type { SessionDirs } from "./session.js";
 
 /** The folders a download reads from. */

@@ -1,5 +1,5 @@
 import { closeSync, existsSync, fstatSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
-import { Channel } from "../channel.js";
+import { Channel } from "../../channel.js";
 
 /**
  * A longer line is cut into lines of at most this many characters (UTF-16 code units, never inside a
