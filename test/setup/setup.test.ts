@@ -216,7 +216,12 @@ describe("setup: the R packages the service needs, provided before it listens", 
       expect(lines).to.have.length(1);
       const version = /^Version: (\S+)$/m.exec(readFileSync(join(source, "DESCRIPTION"), "utf8"))?.[1];
       expect(lines[0]).to.include(`'rocksandbox' ${version}`);
-      expect(readdirSync(join(source, "src")).sort(), "the checkout's source folder").to.deep.equal(["sandbox.c"]);
+      expect(readdirSync(join(source, "src")).sort(), "the checkout's source folder").to.deep.equal([
+        "init.c",
+        "mounts.c",
+        "network.c",
+        "sandbox.h",
+      ]);
       expect(readdirSync(library)).to.include("rocksandbox");
       expect(await ensureLocalRPackage({ rExecutable: "R", library, source, progress: (l) => lines.push(l) })).to.equal(false);
       expect(lines).to.have.length(1);

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { createServer, type Server, type Socket } from "node:net";
 import { basename } from "node:path";
 import type { SessionInstalls } from "../../config/config.js";
@@ -11,10 +11,11 @@ import { holdsProof, proofFile, removeProof } from "./proof.js";
 import { hasEnded } from "../confine/processes.js";
 import { notRunning, sessionNotStarted } from "./faults.js";
 import { decodeFields } from "../wire/fields.js";
-import { FrameReader, MAX_GREETING_PAYLOAD, ProtocolError, type Frame } from "../wire/frames.js";
+import { FrameReader, ProtocolError, type Frame } from "../wire/frames.js";
 import { forkFrame, PING, versionFrame, type SessionIdentity, type ValueFormat } from "../wire/protocol.js";
-import { FROM_SERVER, FROM_SESSION, lettersOf, type Letter } from "../wire/protocol-table.js";
+import { FROM_SERVER, lettersOf, type Letter } from "../wire/protocol-table.js";
 import { signalGroup, signalProcess } from "../confine/signals.js";
+import { serverHello, sessionGreeting } from "./greetings.js";
 
 const WORKER_SCRIPT = fromRoot("src/r/process/worker.R");
 /** The protocol's constants for the R side, which worker.R reads first (made by `npm run gen`). */
@@ -29,7 +30,6 @@ const START_TIMEOUT_MS = 30_000;
 const FORK_TIMEOUT_MS = 15_000;
 /** How often a fork not yet connected is looked at: a session that could not start is said this soon. */
 const FORK_WATCH_MS = 100;
-const GREETING_TIMEOUT_MS = 10_000;
 
 export interface RServerOptions {
   readonly executable: string;
@@ -73,11 +73,6 @@ interface Reply {
   readonly resolve: (frame: ServerFrame) => void;
   readonly reject: (error: Error) => void;
 }
-
-/** The first frame of the control socket. */
-const SERVER_GREETINGS = [FROM_SERVER.ready.letter, FROM_SERVER.refused.letter];
-/** The first frame of a session's sockets. */
-const SESSION_GREETINGS = [FROM_SESSION.main.letter, FROM_SESSION.output.letter];
 
 /**
  * R builds .libPaths() at start from R_LIBS (then R_LIBS_USER, the site and the default libraries), and
@@ -310,12 +305,8 @@ export class RServerProcess {
   }
 
   private greet(socket: Socket): void {
-    readGreeting(socket, SESSION_GREETINGS)
-      .then(async ({ frame, rest }) => {
-        const greeting =
-          frame.type === FROM_SESSION.main.letter
-            ? { socket: "main" as const, ...decodeFields(FROM_SESSION.main, frame.payload) }
-            : { socket: "output" as const, ...decodeFields(FROM_SESSION.output, frame.payload) };
+    sessionGreeting(socket)
+      .then(async ({ greeting, rest }) => {
         const pending = this.forks.get(greeting.token);
         if (!pending) {
           socket.destroy();
@@ -341,68 +332,4 @@ export class RServerProcess {
       })
       .catch(() => socket.destroy());
   }
-}
-
-/** Who the R server is, from its greeting; rejects with why it cannot start, or when it is not the server started. */
-async function serverHello(socket: Socket, token: string): Promise<{ version: string; pid: number }> {
-  try {
-    const { frame } = await readGreeting(socket, SERVER_GREETINGS);
-    const greeting =
-      frame.type === FROM_SERVER.ready.letter
-        ? decodeFields(FROM_SERVER.ready, frame.payload)
-        : decodeFields(FROM_SERVER.refused, frame.payload);
-    if (!sameSecret(greeting.token, token)) throw new Error("R server failed to authenticate");
-    if ("error" in greeting) throw new Error(greeting.error);
-    return { version: greeting.version, pid: greeting.pid };
-  } catch (error) {
-    if (error instanceof ProtocolError) throw new Error(`R server failed to authenticate: ${error.message}`);
-    throw error;
-  }
-}
-
-interface Greeting<L extends Letter<typeof FROM_SERVER> | Letter<typeof FROM_SESSION>> {
-  readonly frame: Frame<L>;
-  /** Bytes that followed the greeting frame. */
-  readonly rest: Buffer | undefined;
-}
-
-/** The first frame of a loopback connection, one of `letters`; the socket is left paused for its new owner. */
-function readGreeting<L extends Letter<typeof FROM_SERVER> | Letter<typeof FROM_SESSION>>(
-  socket: Socket,
-  letters: readonly L[],
-): Promise<Greeting<L>> {
-  socket.setNoDelay(true);
-  return new Promise((resolve, reject) => {
-    const reader = new FrameReader(letters, MAX_GREETING_PAYLOAD);
-    const timer = setTimeout(() => finish(new Error("no greeting")), GREETING_TIMEOUT_MS);
-    const finish = (error: Error | undefined, greeting?: Greeting<L>): void => {
-      clearTimeout(timer);
-      socket.off("data", onData);
-      socket.off("error", finish);
-      socket.off("close", onClose);
-      socket.pause();
-      if (error) reject(error);
-      else resolve(greeting!);
-    };
-    const onClose = (): void => finish(new Error("closed before greeting"));
-    const onData = (chunk: Buffer): void => {
-      let frame: Frame<L> | undefined;
-      try {
-        [frame] = reader.push(chunk, 1);
-      } catch (error) {
-        // A frame over the limit, or not a greeting.
-        return finish(error instanceof Error ? error : new Error(String(error)));
-      }
-      if (frame) finish(undefined, { frame, rest: reader.takeRest() });
-    };
-    socket.on("data", onData);
-    socket.on("error", finish);
-    socket.on("close", onClose);
-  });
-}
-
-function sameSecret(received: string, expected: string): boolean {
-  const a = Buffer.from(received);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
