@@ -1,10 +1,9 @@
-import { statfsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import type { RConfig, SessionInstalls } from "../../config/config.js";
 import type { ConsoleLog } from "../process/console-log.js";
-import { noSuchSession, outOfMemory, tooManySessions } from "./faults.js";
+import { noSuchSession, outOfMemory } from "./faults.js";
 import { notRunning } from "../process/faults.js";
 import type { Fault } from "../../errors/fault.js";
 import type { SessionNetwork } from "../confine/network/restricted.js";
@@ -14,14 +13,15 @@ import type { RServerProcess } from "../process/rserver.js";
 import { RSession, type SessionStart } from "../session/session.js";
 import type { EngineEvent } from "./events.js";
 import { type Fork, processOf, SessionHomes } from "./homes.js";
+import { IdleSweeps } from "./idle-sweeps.js";
 import { PeerSignals } from "./peer-signals.js";
 import { probe } from "./probe.js";
 import { type ShareInstalls, SharedInstalls } from "../packages/shared-installs.js";
 import { SessionRecords } from "./records.js";
+import { SessionLimits } from "./session-limits.js";
 import { SparePool } from "./spares.js";
-import { ENDING_WAIT_MS } from "./teardowns.js";
 import { RServerSupervisor } from "./supervisor.js";
-import { Suspension } from "./suspension.js";
+import { Suspension, suspendedMaxBytes } from "./suspension.js";
 
 export type { EngineEvent } from "./events.js";
 
@@ -87,8 +87,9 @@ export interface EngineStatus {
 
 /**
  * The R server process and the sessions forked from it: the server's supervision (engine/supervisor.ts),
- * sessions' homes (engine/homes.ts) and the spares forked ahead (engine/spares.ts) put together, with
- * the open sessions, their limits and their idle time.
+ * sessions' homes (engine/homes.ts), the spares forked ahead (engine/spares.ts), the limits on sessions
+ * (engine/session-limits.ts) and what their idle time leads to (engine/idle-sweeps.ts) put together,
+ * with the open sessions.
  */
 export class REngine {
   readonly log: ConsoleLog;
@@ -96,17 +97,15 @@ export class REngine {
   private readonly homes: SessionHomes;
   private readonly pool: SparePool;
   private readonly sessionsById = new Map<string, RSession>();
-  private readonly idleTimer: NodeJS.Timeout | undefined;
+  private readonly limits: SessionLimits;
   private readonly suspension: Suspension;
-  private readonly sweepTimer: NodeJS.Timeout | undefined;
+  private readonly sweeps: IdleSweeps;
   /** Sessions of an earlier run of the service that came back (their folders stay at its first start). */
   private readonly restored = new Set<string>();
   /** Sessions of an earlier run whose saved state was gone when this one started. */
   private readonly lostAtStart: string[] = [];
   /** Concurrent Checks share one probe. */
   private checking: Promise<boolean> | undefined;
-  /** Sessions being created, counted against the limits before they exist. */
-  private readonly opening = new Map<string, number>();
   private readonly emit: (event: EngineEvent) => void;
   /** Open sessions' control groups (with quotas), for what they use. */
   private readonly quotaOf = new Map<string, SessionQuota>();
@@ -131,6 +130,7 @@ export class REngine {
       // A session's end finished: its uid and its place under r.maxSessions are free for a spare.
       ended: () => this.pool.fill(),
     });
+    this.limits = new SessionLimits({ ...options, homes: this.homes, sessions: this.sessionsById });
     this.supervisor = new RServerSupervisor({
       ...options,
       emit,
@@ -144,7 +144,7 @@ export class REngine {
     this.pool = new SparePool({
       homes: this.homes,
       server: () => (this.supervisor.closed ? undefined : this.supervisor.server),
-      target: () => this.spareTarget(),
+      target: () => this.limits.spareTarget(),
       emit,
     });
     this.suspension = new Suspension({
@@ -167,16 +167,7 @@ export class REngine {
       emit,
       maxBytes: suspendedMaxBytes(options.config.suspendedMaxMb, options.dataDir),
     });
-    const { sessionTimeoutMinutes, sessionCheckSeconds } = options.config;
-    if (sessionTimeoutMinutes > 0 && sessionCheckSeconds > 0) {
-      this.idleTimer = setInterval(() => void this.closeIdleSessions(), sessionCheckSeconds * 1000);
-      this.idleTimer.unref();
-    }
-    const sweepMs = sweepInterval(options.config);
-    if (sweepMs !== undefined) {
-      this.sweepTimer = setInterval(() => this.suspension.sweep(), sweepMs);
-      this.sweepTimer.unref();
-    }
+    this.sweeps = new IdleSweeps({ ...options, emit, sessions: () => this.sessions(), sweep: () => this.suspension.sweep() });
   }
 
   get running(): boolean {
@@ -229,8 +220,7 @@ export class REngine {
    */
   async close(): Promise<void> {
     this.supervisor.close();
-    clearInterval(this.idleTimer);
-    clearInterval(this.sweepTimer);
+    this.sweeps.stop();
     const sessions = this.sessions();
     await Promise.all(sessions.map((s) => (s.suspended ? undefined : this.suspension.suspend(s, "stop").catch(() => undefined))));
     // Saved, they are the next start's: not ended with the R server.
@@ -283,15 +273,7 @@ export class REngine {
    */
   async createSession(subject: string, signal?: AbortSignal, installsForAll = false): Promise<RSession> {
     const server = await this.supervisor.serverFor(signal);
-    await this.roomFor(subject);
-    this.opening.set(subject, (this.opening.get(subject) ?? 0) + 1);
-    try {
-      return await this.openSession(server, subject, installsForAll);
-    } finally {
-      const n = (this.opening.get(subject) ?? 1) - 1;
-      if (n > 0) this.opening.set(subject, n);
-      else this.opening.delete(subject);
-    }
+    return this.limits.admit(subject, () => this.openSession(server, subject, installsForAll));
   }
 
   /** Whether a session runs or has queued an operation (an async command too). */
@@ -337,81 +319,8 @@ export class REngine {
     await Promise.all([...this.sessionsById.values()].map((s) => s.end()));
   }
 
-  /**
-   * Room for one more session of `subject` (throws the limit reached): a limit reached while sessions'
-   * ends still go on (deleted ones: their processes' memory, their uids, their places under
-   * r.maxSessions) waits for those ends, up to ENDING_WAIT_MS, as a caller once waited for its DELETE.
-   */
-  private async roomFor(subject: string): Promise<void> {
-    const deadline = Date.now() + ENDING_WAIT_MS;
-    for (;;) {
-      const refused = this.limitReached(subject);
-      if (!refused) return;
-      const left = deadline - Date.now();
-      if (this.homes.ending === 0 || left <= 0) throw refused;
-      await this.homes.oneEnded(left);
-    }
-  }
-
-  /**
-   * Sessions open, being opened and still ending, in total and for `subject`, against the configured
-   * limits: the limit reached, if any. (A uid still held by a session's end is waited for by the fork,
-   * engine/homes.ts.)
-   */
-  private limitReached(subject: string): Fault | undefined {
-    const { maxSessions, maxSessionsPerUser } = this.options.config;
-    if (maxSessions > 0 && this.sessionsById.size + sum(this.opening.values()) + this.homes.ending >= maxSessions) {
-      return tooManySessions(`Too many R sessions: the server's limit of ${maxSessions} open sessions is reached`);
-    }
-    const { quotas } = this.options;
-    if (quotas && !quotas.fits()) {
-      return tooManySessions(
-        `Too many R sessions: the R sessions' memory budget of ${this.options.config.sessionsMemoryMb} MiB (r.sessionsMemoryMb) is in use`,
-      );
-    }
-    if (maxSessionsPerUser > 0) {
-      let own = this.opening.get(subject) ?? 0;
-      for (const s of this.sessionsById.values()) if (s.subject === subject) own++;
-      if (own >= maxSessionsPerUser) {
-        return tooManySessions(
-          `Too many R sessions: ${subject} has ${own} open sessions, the limit per user is ${maxSessionsPerUser}; close one first`,
-        );
-      }
-    }
-    return undefined;
-  }
-
-  /**
-   * How many spares `r.spareSessions` asks for, less what r.maxSessions leaves: spares, sessions and
-   * sessions being opened (each takes a spare or forks) never exceed it together.
-   */
-  private spareTarget(): number {
-    const { spareSessions, maxSessions } = this.options.config;
-    const room = maxSessions > 0 ? maxSessions - this.sessionsById.size - sum(this.opening.values()) - this.homes.ending : Infinity;
-    return Math.max(0, Math.min(spareSessions, room));
-  }
-
   private async openSession(server: RServerProcess, subject: string, installsForAll: boolean): Promise<RSession> {
-    let fork: Fork | undefined;
-    while (!fork) {
-      const taken = this.pool.take();
-      if (!taken) break;
-      // The replacement forks while this one is handed over.
-      this.pool.fill();
-      const spare = await taken;
-      // A spare whose fork failed: the caller forks itself and is told why. Taking the next spare
-      // instead, whose replacement forks and fails in turn, would fork for ever when no fork can succeed.
-      if (!spare) break;
-      if (spare.child.closed) await this.homes.release(spare);
-      else fork = spare;
-    }
-    if (!fork) {
-      // No spare, or one that failed: this caller's fork takes its uid before any replacement does, so
-      // when few uids are left the caller gets one rather than a spare.
-      const own = this.homes.fork(server);
-      this.pool.fill();
-      fork = await own;
-    }
+    const fork = await this.pool.forkFor(server);
     if (this.supervisor.server !== server) {
       // The server stopped meanwhile: its process group, this child included, is gone or going.
       await this.homes.release(fork);
@@ -462,37 +371,6 @@ export class REngine {
     const ended = [...new Set([...this.lostAtStart, ...(await this.homes.removeLeftovers(this.restored))])];
     if (this.restored.size > 0 || ended.length > 0) this.emit({ kind: "sessions-restored", restored: [...this.restored], ended });
   }
-
-  private async closeIdleSessions(): Promise<void> {
-    const limit = Date.now() - this.options.config.sessionTimeoutMinutes * 60_000;
-    const idle = this.sessions().filter((s) => !s.busy && s.lastAccess.getTime() < limit);
-    for (const session of idle) {
-      this.log.append(`Closing idle R session ${session.id}\n`);
-      this.emit({ kind: "session-reaped", id: session.id, user: session.subject });
-    }
-    await Promise.all(idle.map((s) => s.end()));
-  }
-}
-
-/**
- * How often the sessions are looked at for a checkpoint or a suspend: a quarter of the shorter idle
- * time, between 1 s and a minute; undefined when neither is on.
- */
-function sweepInterval(config: RConfig): number | undefined {
-  const idle = [config.checkpointIdleSeconds * 1000, config.suspendIdleMinutes * 60_000].filter((ms) => ms > 0);
-  if (idle.length === 0) return undefined;
-  return Math.min(60_000, Math.max(1000, Math.min(...idle) / 4));
-}
-
-/** r.suspendedMaxMb in bytes; 0: a quarter of the file system that holds the data folder. */
-function suspendedMaxBytes(mb: number, dataDir: string): number {
-  if (mb > 0) return mb * 1048576;
-  try {
-    const fs = statfsSync(dataDir);
-    return Math.floor((fs.blocks * fs.bsize) / 4);
-  } catch {
-    return 0;
-  }
 }
 
 async function availableMemoryKb(): Promise<number> {
@@ -515,10 +393,4 @@ function remember<T>(ended: Map<string, T>, id: string, what: T): T {
     ended.delete(oldest);
   }
   return what;
-}
-
-function sum(values: Iterable<number>): number {
-  let total = 0;
-  for (const v of values) total += v;
-  return total;
 }

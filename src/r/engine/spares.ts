@@ -80,6 +80,35 @@ export class SparePool {
     return spare.ready;
   }
 
+  /**
+   * A session process of `server` for a caller: a spare, ready or still forking, else one the caller
+   * forks (and is told why, when that fails).
+   */
+  async forkFor(server: RServerProcess): Promise<Fork> {
+    const { homes } = this.options;
+    let fork: Fork | undefined;
+    while (!fork) {
+      const taken = this.take();
+      if (!taken) break;
+      // The replacement forks while this one is handed over.
+      this.fill();
+      const spare = await taken;
+      // A spare whose fork failed: the caller forks itself and is told why. Taking the next spare
+      // instead, whose replacement forks and fails in turn, would fork for ever when no fork can succeed.
+      if (!spare) break;
+      if (spare.child.closed) await homes.release(spare);
+      else fork = spare;
+    }
+    if (!fork) {
+      // No spare, or one that failed: this caller's fork takes its uid before any replacement does, so
+      // when few uids are left the caller gets one rather than a spare.
+      const own = homes.fork(server);
+      this.fill();
+      fork = await own;
+    }
+    return fork;
+  }
+
   /** Takes a spare for Check's probe: the pool counts it as its own until `returned` says it is back. */
   lend(): Promise<Fork | undefined> | undefined {
     const taken = this.take();

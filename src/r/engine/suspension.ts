@@ -1,3 +1,4 @@
+import { statfsSync } from "node:fs";
 import { lstat } from "node:fs/promises";
 import type { RConfig } from "../../config/config.js";
 import { CommandList } from "../session/commands.js";
@@ -249,4 +250,15 @@ function recordOf(session: RSession, bytes: number, lost: readonly string[]): Se
     commands: session.commands.toRecord(),
     installsForAll: session.installsForAll,
   };
+}
+
+/** r.suspendedMaxMb in bytes; 0: a quarter of the file system that holds the data folder. */
+export function suspendedMaxBytes(mb: number, dataDir: string): number {
+  if (mb > 0) return mb * 1048576;
+  try {
+    const fs = statfsSync(dataDir);
+    return Math.floor((fs.blocks * fs.bsize) / 4);
+  } catch {
+    return 0;
+  }
 }
