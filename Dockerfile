@@ -6,7 +6,10 @@
 #
 # Runs as root inside the container, with every capability dropped but the six that put each R session
 # under a uid of its own: SETUID SETGID KILL CHOWN DAC_OVERRIDE FOWNER (see compose.yaml and
-# docs/security.md, "Why root in the container, and which capabilities"); a start lacking one of them is refused, naming it. Without root the service cannot
+# docs/security.md, "Why root in the container, and which capabilities"); a start lacking one of them is
+# refused, naming it. SYS_ADMIN and NET_ADMIN (the container's own namespaces) and forwarding
+# (net.ipv4.ip_forward=1) give sessions a file system and a network of their own (r.sessionNetwork
+# restricted); without them the start warns and sessions keep the container's. Without root the service cannot
 # isolate sessions, and ROCK_R_ISOLATION=required below makes it refuse to start rather than run them
 # unisolated.
 

@@ -2,6 +2,7 @@ import { expect } from "chai";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
+import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -283,6 +284,49 @@ describe("assign: large values streamed from the socket to the session", functio
     expect((await answer("application/octet-stream", "y", out)).stdout).to.equal("200");
     expect(createHash("md5").update(fs.readFileSync(out)).digest("hex")).to.equal(md5OfY);
     expect(await evaluate(id, 'Sys.chmod(dirname(getwd()), "700"); TRUE')).to.equal(true);
+    await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
+  });
+
+  it("closes the value pipe before it takes the interrupt of a client that left: the session answers the next call", async () => {
+    const id = await open();
+    const rPid = Number(await evaluate(id, "Sys.getpid()"));
+    // R's close() of the value pipe made slow (2 s of R code, where R takes an interrupt that is
+    // pending): the client leaves while R closes the pipe, as it may when the interrupt lands during
+    // serialize() and R takes it in the on.exit() that closes the pipe. Taken there, the close was cut
+    // short and the pipe left open, and the session ended at the end of the grace time.
+    const slowClose =
+      'real <- base::close; unlockBinding("close", baseenv()); assign("close", function(con, ...) { if (inherits(con, "file") && endsWith(summary(con)$description, ".value-pipe")) { t <- Sys.time(); while (Sys.time() - t < 2) NULL }; real(con, ...) }, envir = baseenv()); lockBinding("close", baseenv()); TRUE';
+    expect(await evaluate(id, slowClose)).to.equal(true);
+    // runif(2e5): 1.6 MB, through the pipe. The client leaves once it has most of the value's bytes (the
+    // last of them leave R's file buffer when the pipe is closed): R writes the rest or closes the pipe.
+    await new Promise<void>((resolve, reject) => {
+      const req = http.request(`${rock.url}/r/session/${id}/_eval`, {
+        method: "POST",
+        headers: { authorization: basic("admin"), "content-type": "application/x-rscript", accept: "application/octet-stream" },
+      });
+      req.on("error", () => resolve());
+      req.on("response", (res) => {
+        let got = 0;
+        res.on("data", (bytes: Buffer) => {
+          got += bytes.length;
+          if (got < 1_500_000) return;
+          req.destroy();
+          resolve();
+        });
+        res.on("end", () => reject(new Error("the answer ended before the client left")));
+      });
+      req.end("runif(2e5)");
+    });
+    expect(await evaluate(id, "1 + 1")).to.equal(2);
+    // R holds no descriptor of the pipe.
+    const pipes = fs.readdirSync(`/proc/${rPid}/fd`).filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/${rPid}/fd/${fd}`).includes(".value-pipe");
+      } catch {
+        return false;
+      }
+    });
+    expect(pipes).to.deep.equal([]);
     await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
   });
 

@@ -158,19 +158,30 @@ small_value <- function(x) {
   if (!is.null(attributes(x)) || length(x) >= 32768L) return(FALSE)
   switch(typeof(x), logical = , integer = , double = , complex = , raw = , "NULL" = TRUE, FALSE)
 }
+#
+# The pipe is made, and opened, written and closed, with interrupts held (evaluate() allows them
+# around the whole evaluation). serialize() takes no interrupt: a SIGINT that lands while it writes
+# (Node's, once the client left) waits for R's next check, and taken in the on.exit() that closes the
+# pipe it cut the close short: R answered with the pipe still open for writing, and Node, which reads
+# the pipe to its end, waited until the grace time ended the session. Held, it is taken once the pipe
+# is closed (or before it is made). The writes end even when the client left: Node reads the rest
+# and drops it.
 piped_value <- function(con, value, path) {
   if (small_value(value) || object.size(value) < pipe_bytes) return(serialize(value, NULL))
-  made <- tryCatch({
-    unlink(path, recursive = TRUE)
-    close(fifo(path, "w+"))
-    TRUE
-  }, error = function(e) FALSE)
-  if (!made) return(serialize(value, NULL))
+  if (!suspendInterrupts(make_pipe(path))) return(serialize(value, NULL))
   write_frame(con, from_session_piping)
+  suspendInterrupts(serialize_into(value, path))
+  raw(0L)
+}
+make_pipe <- function(path) tryCatch({
+  unlink(path, recursive = TRUE)
+  close(fifo(path, "w+"))
+  TRUE
+}, error = function(e) FALSE)
+serialize_into <- function(value, path) {
   pipe <- file(path, "wb", raw = TRUE)
   on.exit(close(pipe))
   serialize(value, pipe)
-  raw(0L)
 }
 
 # An evaluation's letter says how its value is answered (and whether it is live): its payload is the
