@@ -14,7 +14,7 @@ import { ENDING_WAIT_MS, type TeardownStep, Teardowns } from "./teardowns.js";
 import { tooManySessions } from "./faults.js";
 import type { SessionIdentity } from "../wire/protocol.js";
 import type { RServerProcess } from "../process/rserver.js";
-import type { SessionDirs, SessionFolders, SessionProcess } from "../session/session.js";
+import type { SessionDirs, SessionFolders, SessionProcess } from "../session/home.js";
 
 export interface SessionHomesOptions {
   readonly config: RConfig;

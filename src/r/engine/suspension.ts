@@ -5,7 +5,8 @@ import { CommandList } from "../session/commands.js";
 import { sessionNotResumed } from "./faults.js";
 import { restoreFrame } from "../wire/protocol.js";
 import type { RServerProcess } from "../process/rserver.js";
-import type { RSession, SessionHost, SessionProcess, SessionStart } from "../session/session.js";
+import type { SessionProcess } from "../session/home.js";
+import type { SessionHost, SessionLife, SessionStart } from "../session/life.js";
 import type { EngineEvent } from "./events.js";
 import { processOf, type Fork, type SessionHomes } from "./homes.js";
 import type { SessionRecord, SessionRecords } from "./records.js";
@@ -19,7 +20,7 @@ export interface SuspensionOptions {
   /** Makes a uid free when none is (a spare holds it): a session coming back takes it. */
   readonly freeUid: () => Promise<void>;
   /** The open sessions, suspended ones included. */
-  readonly sessions: () => readonly RSession[];
+  readonly sessions: () => readonly SessionLife[];
   /** A session's process changed (undefined: it has none): the engine counts its group's usage. */
   readonly onProcess: (id: string, fork: Fork | undefined) => void;
   /** A session's uid (or its place among the sessions) is free again. */
@@ -102,8 +103,8 @@ export class Suspension {
     };
   }
 
-  /** Suspends `session` (see RSession.suspend), saying so; `why`: what asked. */
-  async suspend(session: RSession, why: "idle" | "asked" | "stop"): Promise<void> {
+  /** Suspends `session` (see SessionLife.suspend), saying so; `why`: what asked. */
+  async suspend(session: SessionLife, why: "idle" | "asked" | "stop"): Promise<void> {
     const started = Date.now();
     try {
       if (why === "stop") await session.shutDown(new Error(UNFINISHED));
@@ -126,7 +127,7 @@ export class Suspension {
   }
 
   /** Saves `session`'s state when R changed it, its process living on. */
-  async checkpoint(session: RSession): Promise<void> {
+  async checkpoint(session: SessionLife): Promise<void> {
     const started = Date.now();
     const before = session.savedAt;
     try {
@@ -202,7 +203,7 @@ export class Suspension {
     return { found, lost };
   }
 
-  private failed(session: RSession, error: unknown): void {
+  private failed(session: SessionLife, error: unknown): void {
     this.failedAt.set(session.id, Date.now());
     this.options.emit({ kind: "session-save-failed", id: session.id, user: session.subject, error: (error as Error).message });
   }
@@ -238,7 +239,7 @@ export class Suspension {
   }
 }
 
-function recordOf(session: RSession, bytes: number, lost: readonly string[]): SessionRecord {
+function recordOf(session: SessionLife, bytes: number, lost: readonly string[]): SessionRecord {
   return {
     id: session.id,
     subject: session.subject,

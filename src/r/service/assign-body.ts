@@ -1,6 +1,6 @@
 import { Fault } from "../../errors/fault.js";
 import type { AssignSource } from "../wire/protocol.js";
-import type { SessionDirs } from "../session/session.js";
+import type { SessionDirs } from "../session/home.js";
 import { ValueFeed } from "../wire/value-feed.js";
 import { Base64Stream } from "./base64-stream.js";
 import { OCTET_STREAM } from "./negotiate.js";

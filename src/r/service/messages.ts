@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { CommandSchema, SessionSchema, type Command, type Session } from "../../../gen/es/rock/r/v1/rservice_pb.js";
 import type { CommandInfo } from "../session/commands.js";
-import type { SessionInfo } from "../session/session.js";
+import type { SessionInfo } from "../session/life.js";
 
 /** Session dates of the contract: `YYYY-MM-DD hh:mm:ss`, UTC. */
 function sessionDate(date: Date): string {

@@ -5,7 +5,7 @@ import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { finished } from "node:stream/promises";
 import { runAs, type Owner } from "../confine/as-owner.js";
 import { badPath } from "./faults.js";
-import type { SessionDirs } from "./session.js";
+import type { SessionDirs } from "./home.js";
 
 /** The folders a download reads from. */
 type DownloadDirs = Pick<SessionDirs, "home" | "work" | "tmp" | "owner">;
