@@ -57,6 +57,7 @@ const RULES: readonly Rule[] = [
     mustNotImport: [
       "src/config/load.ts",
       "src/config/settings.ts",
+      "src/config/r-settings.ts",
       "src/config/setting.ts",
       "src/config/kinds.ts",
       "src/config/users.ts",
