@@ -126,7 +126,7 @@ describe("service log", function () {
     expect(sessionLines.map((l) => l.msg)).to.deep.equal(["R session opened", "R session closed"]);
   });
 
-  it("records the status the REST edge answered with: 201 for a creation, 204 for no content", async () => {
+  it("records the status the REST edge answered with: 201 for a creation and an async eval's command, 204 for no content", async () => {
     const as = { user: "logged", password: PASSWORD };
     const created = await rest(server.url, "POST", "/ws/draft/networks", {
       ...as,
@@ -135,8 +135,16 @@ describe("service log", function () {
     });
     const published = await rest(server.url, "PUT", "/ws/draft/network/status1/_publish", as);
     const session = await rest(server.url, "POST", "/r/sessions", as);
-    const ended = await rest(server.url, "DELETE", `/r/session/${session.json<{ id: string }>().id}`, as);
-    expect([created, published, session, ended].map((r) => r.status)).to.deep.equal([201, 204, 201, 204]);
+    const id = session.json<{ id: string }>().id;
+    // An async eval answers its command (201): the call ended as it should, not as a client that left (499).
+    const queued = await rest(server.url, "POST", `/r/session/${id}/_eval?async=true`, {
+      ...as,
+      headers: { "content-type": "application/x-rscript" },
+      body: "1 + 1",
+    });
+    const ended = await rest(server.url, "DELETE", `/r/session/${id}`, as);
+    expect([created, published, session, queued, ended].map((r) => r.status)).to.deep.equal([201, 204, 201, 201, 204]);
+    expect(calls("rock.r.v1.RService/EvalStream").at(-1)).to.include({ status: 201, request: `POST /r/session/${id}/_eval` });
     expect(calls("rock.networks.v1.NetworkService/CreateNetwork").at(-1)).to.include({ status: 201, request: "POST /ws/draft/networks" });
     expect(calls("rock.networks.v1.NetworkService/Publish").at(-1)).to.include({ status: 204, bytesOut: 0 });
     expect(calls("rock.r.v1.RService/CreateSession").at(-1)).to.include({ status: 201, user: "logged" });

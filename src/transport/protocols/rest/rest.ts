@@ -170,7 +170,11 @@ export function createRest(opts: RestOptions): Rest {
       if (raw) {
         const body = first.done ? undefined : httpBodyIn(schema, first.value, raw);
         if (!first.done && body === undefined && route.responseBody?.kind === "oneof") {
-          return sendAnswer(res, call, encodeUnary(route, first.value, context.responseHeader, baseUrl));
+          sendAnswer(res, call, encodeUnary(route, first.value, context.responseHeader, baseUrl));
+          // That one message is the answer (an async eval's command): a stream that ends after it ended
+          // as it should, not given up by a client that left (the access line's 201, not 499).
+          await it.next();
+          return;
         }
         headers["content-type"] = body?.contentType || "application/octet-stream";
         const second = first.done ? first : await it.next();
