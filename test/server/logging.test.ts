@@ -151,8 +151,18 @@ describe("service log", function () {
     expect(calls("rock.r.v1.RService/DeleteSession").at(-1)).to.include({ status: 204 });
   });
 
-  it("counts the bytes each REST answer wrote: a JSON answer, a raw download, a newline-delimited JSON stream", async () => {
+  it("counts the bytes each REST answer wrote: a JSON answer, a raw download, a newline-delimited JSON stream, none for a HEAD", async () => {
     const as = { user: "logged", password: PASSWORD };
+    // A HEAD is answered GET's headers, Content-Length included, and no body: no byte of it counted.
+    const got = await rest(server.url, "GET", "/_info", as);
+    const head = await rest(server.url, "HEAD", "/_info", as);
+    expect([got.status, head.status, head.bytes.length]).to.deep.equal([200, 200, 0]);
+    expect(head.headers.get("content-length")).to.equal(String(got.bytes.length));
+    const infoLines = calls("rock.r.v1.RService/GetInfo").slice(-2);
+    expect(infoLines.map((l) => [l.request, l.status, l.bytesOut])).to.deep.equal([
+      ["GET /_info", 200, got.bytes.length],
+      ["HEAD /_info", 200, 0],
+    ]);
     const id = (await rest(server.url, "POST", "/r/sessions", as)).json<{ id: string }>().id;
     try {
       const script = "paste(rep('é', 1000), collapse = '')";

@@ -115,7 +115,7 @@ export function createRest(opts: RestOptions): Rest {
         case "unary": {
           const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
           const output = await invokerOf(route).unary(context, input);
-          return sendAnswer(res, call, encodeUnary(route, output, context.responseHeader, baseUrl));
+          return sendAnswer(res, call, encodeUnary(route, output, context.responseHeader, baseUrl), req.method === "HEAD");
         }
         case "server_streaming": {
           const input = decodeRequest(route, parts, await readBody(req, route, opts.maxBodyBytes), contentTypeOf(req));
@@ -170,7 +170,7 @@ export function createRest(opts: RestOptions): Rest {
       if (raw) {
         const body = first.done ? undefined : httpBodyIn(schema, first.value, raw);
         if (!first.done && body === undefined && route.responseBody?.kind === "oneof") {
-          sendAnswer(res, call, encodeUnary(route, first.value, context.responseHeader, baseUrl));
+          sendAnswer(res, call, encodeUnary(route, first.value, context.responseHeader, baseUrl), headOnly);
           // That one message is the answer (an async eval's command): a stream that ends after it ended
           // as it should, not given up by a client that left (the access line's 201, not 499).
           await it.next();
@@ -178,7 +178,7 @@ export function createRest(opts: RestOptions): Rest {
         }
         headers["content-type"] = body?.contentType || "application/octet-stream";
         const second = first.done ? first : await it.next();
-        if (second.done) return sendAnswer(res, call, { status: 200, headers, body: { data: body?.data ?? "" } });
+        if (second.done) return sendAnswer(res, call, { status: 200, headers, body: { data: body?.data ?? "" } }, headOnly);
         writeHead(res, call, 200, headers);
         if (headOnly) return end(res, call);
         for (let r: IteratorResult<Message> = first; !r.done; r = r === first ? second : await it.next()) {
@@ -228,13 +228,16 @@ function send(res: ServerResponse, e: RestError): number {
   return writeWhole(res, e.status, e.headers, e.body);
 }
 
+/** A whole answer; to a HEAD, its headers alone (GET's Content-Length among them), and no byte of body counted. */
 function sendAnswer(
   res: ServerResponse,
   call: Call,
   a: { status: number; headers: Record<string, string>; body: { data: string | Uint8Array } },
+  headOnly = false,
 ): void {
   call.status = a.status;
-  call.bytesOut += writeWhole(res, a.status, a.headers, a.body.data);
+  const length = writeWhole(res, a.status, a.headers, a.body.data);
+  if (!headOnly) call.bytesOut += length;
   call.finish();
 }
 
