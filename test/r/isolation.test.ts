@@ -152,18 +152,18 @@ describe("R sessions are confined (service running as root)", function () {
     describe(withQuotas ? "the end of a session, with quotas (its control group)" : "the end of a session", () => {
       let rig: Rig;
       let quotas: SessionQuotas | undefined;
-      before(function () {
+      before(async function () {
         if (!withQuotas) return;
         const probe = SessionQuotas.open(quotaSettings(testSessionUids()));
         if (!(probe instanceof SessionQuotas)) {
           console.log(`      skipped: ${probe.unavailable}`);
           this.skip();
         }
-        probe.close();
+        await probe.close();
       });
       afterEach(async () => {
         await rig?.close();
-        quotas?.close();
+        await quotas?.close();
         quotas = undefined;
       });
       const start = async (sessionUids: UidRange, overrides: Partial<RConfig> = {}): Promise<Rig> => {

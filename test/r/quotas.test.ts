@@ -15,7 +15,7 @@ function probe(): { version: 1 | 2 } | { why: string } {
   if (process.getuid?.() !== 0) return { why: "not root" };
   const tree = openCgroupTree(`rock-quota-probe-${process.pid}`, 0);
   if ("unavailable" in tree) return { why: tree.unavailable };
-  tree.close();
+  void tree.close();
   return { version: tree.version };
 }
 const found = probe();

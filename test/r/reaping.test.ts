@@ -79,7 +79,7 @@ describe("the end of a session's processes (as root)", function () {
 
     it("ends every process in the group by the group alone: the uid it is given has none, they run as root", async () => {
       const name = "session-a";
-      const group: SessionGroup = tree.session(name, { memoryBytes: 0, cpuCores: 0, processes: 0 });
+      const group: SessionGroup = await tree.session(name, { memoryBytes: 0, cpuCores: 0, processes: 0 });
       const session = startSession({});
       await group.add(session.pid!);
       await go(session);
@@ -90,7 +90,7 @@ describe("the end of a session's processes (as root)", function () {
       expect(await reapSession(uid, group)).to.equal(true);
       expect(inGroup(name)).to.deep.equal([]);
       expect(group.empty()).to.equal(true);
-      expect(group.remove()).to.equal(true);
+      expect(await group.remove()).to.equal(true);
     });
   });
 

@@ -20,7 +20,7 @@ export const mochaHooks = {
     if (process.getuid?.() !== 0) return;
     for (const block of handedOutBlocks()) {
       const tree = openCgroupTree(`rock-sessions-${block}`, 0);
-      if (!("unavailable" in tree)) tree.close();
+      if (!("unavailable" in tree)) await tree.close();
     }
   },
 };

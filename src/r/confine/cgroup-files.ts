@@ -1,5 +1,6 @@
 /** Reading and writing the files of cgroup hierarchies (v1 and v2 alike). */
 import { readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { rmdir } from "node:fs/promises";
 import { signalProcess } from "./signals.js";
 import { join } from "node:path";
 
@@ -73,16 +74,20 @@ export function killListed(procs: string): void {
   for (const pid of listedProcesses(procs)) signalProcess(pid, "SIGKILL");
 }
 
-export function removeAll(dirs: readonly string[]): boolean {
-  let all = true;
-  for (const dir of dirs) {
-    try {
-      rmdirSync(dir);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "ENOENT") all = false;
-    }
-  }
-  return all;
+/**
+ * Removes groups, off the event loop: the kernel's rmdir of a group takes its css offline and waited
+ * 0.3-0.5 ms each here, 4 groups a session in v1 (BENCH_ONLY=r, create + delete); whether all went.
+ */
+export async function removeAll(dirs: readonly string[]): Promise<boolean> {
+  const removed = await Promise.all(
+    dirs.map((dir) =>
+      rmdir(dir).then(
+        () => true,
+        (e: unknown) => (e as NodeJS.ErrnoException).code === "ENOENT",
+      ),
+    ),
+  );
+  return removed.every(Boolean);
 }
 
 /** Removes the groups under `base` (left by a crashed run); answers those that stay. */

@@ -27,16 +27,16 @@ export interface SessionGroup {
   kill(): void;
   /** Whether no live process is left in the group (zombies are not listed). */
   empty(): boolean;
-  /** Removes the group once its processes are gone (a group still holding one is left, and said). */
-  remove(): boolean;
+  /** Removes the group once its processes are gone (a group still holding one is left, and said); whether it went. */
+  remove(): Promise<boolean>;
 }
 
 /** The engine's group, holding one group per session. */
 export interface CgroupTree {
   /** Which cgroup hierarchy: 1 or 2. */
   readonly version: 1 | 2;
-  /** A new group for a session, with its limits set. */
-  session(name: string, limits: SessionLimits): SessionGroup;
+  /** A new group for a session, with its limits set (made off the event loop: a session starts while others run). */
+  session(name: string, limits: SessionLimits): Promise<SessionGroup>;
   /** Times the budget's OOM killer ended a session process because all sessions together took too much. */
   budgetOomKills(): number;
   /** Memory all sessions use now, bytes. */
@@ -46,7 +46,7 @@ export interface CgroupTree {
   /** Removes session groups a crashed run left (their processes already ended); what stays is said. */
   removeLeftovers(): string[];
   /** Removes the engine's own groups (at close, once every session ended). */
-  close(): void;
+  close(): Promise<void>;
 }
 
 export type CgroupsUnavailable = { readonly unavailable: string };

@@ -3,7 +3,7 @@
  * process's own group of that hierarchy.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   cgroupMounts,
@@ -51,9 +51,9 @@ export class CgroupV1Tree implements CgroupTree {
     return new CgroupV1Tree(bases);
   }
 
-  session(name: string, limits: SessionLimits): SessionGroup {
+  async session(name: string, limits: SessionLimits): Promise<SessionGroup> {
     const dirs = Object.fromEntries(CONTROLLERS.map((c) => [c, join(this.bases[c], name)])) as Record<Controller, string>;
-    for (const c of CONTROLLERS) mkdirSync(dirs[c], { recursive: true });
+    await Promise.all(CONTROLLERS.map((c) => mkdir(dirs[c], { recursive: true })));
     if (limits.memoryBytes > 0) {
       writeFileSync(join(dirs.memory, "memory.limit_in_bytes"), String(limits.memoryBytes));
       // Swap counted in: a session cannot go past its limit by swapping (where the kernel accounts swap).
@@ -103,9 +103,9 @@ export class CgroupV1Tree implements CgroupTree {
     return CONTROLLERS.flatMap((c) => removeChildren(this.bases[c]));
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.removeLeftovers();
-    removeAll(Object.values(this.bases));
+    await removeAll(Object.values(this.bases));
   }
 }
 

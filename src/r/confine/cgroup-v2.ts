@@ -5,7 +5,7 @@
  * service, and what started it in the same group) move into a leaf `rock-service` first.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { cgroupMounts, errorCode, killListed, listedProcesses, removeAll, removeChildren, trySet, workingSet } from "./cgroup-files.js";
 import type { CgroupsUnavailable, CgroupTree, SessionGroup, SessionLimits } from "./cgroup-tree.js";
@@ -54,9 +54,9 @@ export class CgroupV2Tree implements CgroupTree {
     }
   }
 
-  session(name: string, limits: SessionLimits): SessionGroup {
+  async session(name: string, limits: SessionLimits): Promise<SessionGroup> {
     const dir = join(this.base, name);
-    mkdirSync(dir, { recursive: true });
+    await mkdir(dir, { recursive: true });
     if (limits.memoryBytes > 0) {
       writeFileSync(join(dir, "memory.max"), String(limits.memoryBytes));
       trySet(join(dir, "memory.swap.max"), "0");
@@ -104,9 +104,9 @@ export class CgroupV2Tree implements CgroupTree {
     return removeChildren(this.base);
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.removeLeftovers();
-    removeAll([this.base]);
+    await removeAll([this.base]);
   }
 }
 

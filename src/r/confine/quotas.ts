@@ -67,9 +67,9 @@ export class SessionQuotas {
     return this.tree.cpuSeconds();
   }
 
-  session(id: string): SessionQuota {
+  async session(id: string): Promise<SessionQuota> {
     const { sessionMemoryMb, sessionCpuCores, sessionProcesses } = this.settings;
-    const group = this.tree.session(id, {
+    const group = await this.tree.session(id, {
       memoryBytes: mib(sessionMemoryMb),
       cpuCores: Math.max(0, sessionCpuCores),
       processes: Math.max(0, sessionProcesses),
@@ -105,8 +105,8 @@ export class SessionQuotas {
     return this.tree.removeLeftovers();
   }
 
-  close(): void {
-    this.tree.close();
+  close(): Promise<void> {
+    return this.tree.close();
   }
 }
 

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { rmdirSync } from "node:fs";
-import { chmod, chown, lchown, mkdir, readdir, rm } from "node:fs/promises";
+import { chmod, chown, lchown, mkdir, readdir, rm, rmdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { RConfig } from "../../config/config.js";
 import type { RChild } from "../process/child.js";
@@ -153,7 +152,7 @@ export class SessionHomes {
     let placing: Promise<boolean> | undefined;
     try {
       await prepare(dirs, uid);
-      quota = uid === undefined ? undefined : this.options.quotas?.session(id);
+      quota = uid === undefined ? undefined : await this.options.quotas?.session(id);
       const group = quota;
       // Moving a process into a control group waits for the kernel's RCU grace period (1-20 ms here,
       // test/bench/README.md, BENCH_ONLY=quotas): the move is made while the child confines itself and
@@ -199,7 +198,7 @@ export class SessionHomes {
         if (uid !== undefined) this.uids?.give(uid);
       },
       async () => {
-        if (quota && !quota.group.remove()) throw new Error("its control group could not be removed");
+        if (quota && !(await quota.group.remove())) throw new Error("its control group could not be removed");
       },
     ]);
   }
@@ -221,7 +220,7 @@ export class SessionHomes {
     // Without its child the fork failed, maybe before its process was placed in the group: the uid tells.
     const group = fork.child ? fork.quota?.group : undefined;
     const reaped = fork.uid === undefined || (await reapSession(fork.uid, group));
-    if (reaped && fork.quota && !fork.quota.group.remove())
+    if (reaped && fork.quota && !(await fork.quota.group.remove()))
       this.options.log.append(`The control group of session ${fork.id} could not be removed\n`);
     await then();
     if (fork.uid === undefined) return;
@@ -319,18 +318,19 @@ async function ownTree(dir: string, uid: number): Promise<void> {
 /**
  * Removes a session's folders once its processes were killed (one still running could swap a folder
  * for a symbolic link under a removal by root). Most sessions leave their folders empty: an rmdir
- * each then (a library that was never made is no matter), where a recursive removal makes each of its steps a trip through libuv's thread pool,
- * slow when the CPUs are busy; what holds anything is removed that way.
+ * each then (a library that was never made is no matter), where a recursive removal takes a trip
+ * through libuv's thread pool per step; what holds anything is removed that way. Not on the event
+ * loop: the four rmdir calls took 1.7 ms a session here, which every call of every session waited
+ * out when they were synchronous (a CPU profile of the server through BENCH_ONLY=r's create + delete).
  */
 async function removeFolders(dirs: SessionFolders): Promise<void> {
+  const removed = (dir: string) =>
+    rmdir(dir).catch((error: unknown) => {
+      if (dir !== dirs.library || (error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    });
   try {
-    for (const dir of [dirs.work, dirs.tmp, dirs.library, dirs.home]) {
-      try {
-        rmdirSync(dir);
-      } catch (error) {
-        if (dir !== dirs.library || (error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-      }
-    }
+    await Promise.all([dirs.work, dirs.tmp, dirs.library].map(removed));
+    await removed(dirs.home);
   } catch {
     await rm(dirs.home, { recursive: true, force: true });
   }

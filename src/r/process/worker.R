@@ -37,6 +37,10 @@ local({
   setup_library <- if (length(boot) >= 5L) boot[5L] else ""
   if (nzchar(setup_library) && dir.exists(setup_library)) .libPaths(c(.libPaths(), setup_library))
   unix_missing <- isolated && !requireNamespace("unix", quietly = TRUE)
+  # Loaded once here, not by every fork's confinement (a loadNamespace() in each child: its files
+  # read, its library opened, 2-10 ms of a fork's ~20; BENCH_ONLY=r, create + delete). Missing, each
+  # child says so in the R server's console log when it fails to confine itself.
+  if (isolated) requireNamespace("rocksandbox", quietly = TRUE)
   # r.sessionNetwork restricted: the service's router namespace, which every fork links its own
   # network namespace to; held open here for the forks (each closes its copy before it runs code, so
   # that the router goes with the service), and the resolv.conf sessions see, a file of this server's
