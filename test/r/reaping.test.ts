@@ -94,6 +94,27 @@ describe("the end of a session's processes (as root)", function () {
     });
   });
 
+  it("without a group, ends a fork bomb of the uid (RLIMIT_NPROC holds it at 64): what a kill by pid misses, a kill as the uid reaches", async () => {
+    const uid = testSessionUids().first;
+    // Every process forks again as soon as one of the uid's 64 slots is free: a kill pid by pid frees
+    // slots that processes it has not reached yet fill at once. (bash, which waits and tries again
+    // when a fork fails; dash's shell would exit.)
+    const bomb = spawn("prlimit", ["--nproc=64:64", "/bin/bash", "-c", "f() { while :; do f & sleep 0.01; done; }; f"], {
+      uid,
+      gid: uid,
+      stdio: "ignore",
+    });
+    try {
+      await until(() => liveOf(uid).length >= 60);
+      expect(await reapSession(uid, undefined)).to.equal(true);
+      expect(liveOf(uid)).to.deep.equal([]);
+    } finally {
+      // Whatever a failed reap left: kill(-1) as the uid.
+      await new Promise((resolve) => spawn("/bin/sh", ["-c", "kill -9 -1"], { uid, gid: uid, stdio: "ignore" }).once("exit", resolve));
+      bomb.kill("SIGKILL");
+    }
+  });
+
   it("without a group, ends every process of the uid, those started with setsid and a forking loop too", async () => {
     const uid = testSessionUids().first;
     const session = startSession({ uid, gid: uid });
