@@ -2,7 +2,6 @@ import { spawn } from "node:child_process";
 import { closeSync, openSync, readSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import type { SessionGroup } from "./cgroup-tree.js";
-import { signalProcess } from "./signals.js";
 
 /** Processes whose status is read between two turns of the event loop (~0.8 ms here). */
 const STATUS_BATCH = 64;
@@ -95,29 +94,40 @@ async function killUntilGone(kill: () => Promise<void> | void, gone: () => Promi
  * processes that fork no more (their R process, what it started and waits for): each is killed by its
  * pid, from here (a pid a look found still names that process, as in killListed). A look that finds a
  * process that was not there before (forked meanwhile, or missed by a listing) means the uid still
- * forks: from then on each kill is kill(-1) as the uid (killAllAs), which no fork slips through. That
- * spawns a process, a fork of this one on the event loop, which came before a DELETE could answer
- * when it was the first kill: delete p50 5.0 ms without quotas, 1.1–2.5 ms now (by hand, 60 create +
- * delete cycles 30 ms apart; test/bench/README.md, issue 40).
+ * forks, and a signal refused (EPERM: a security module's rule) that only the uid may signal its own: from then on each kill
+ * is kill(-1) as the uid (killAllAs), which no fork slips through. That spawns a process, a fork of
+ * this one on the event loop, which came before a DELETE could answer when it was the first kill:
+ * delete p50 5.0 ms without quotas, 1.1–2.5 ms now (by hand, 60 create + delete cycles 30 ms apart;
+ * test/bench/README.md, issue 40).
  */
 export async function reapUid(uid: number, gid: number): Promise<boolean> {
   const killed = new Set<number>();
-  let forks = false;
+  let asUid = false;
   let live = await pidsOf(uid);
   return killUntilGone(
     () => {
-      if (forks) return killAllAs(uid, gid);
-      for (const pid of live) {
-        signalProcess(pid, "SIGKILL");
+      for (const pid of asUid ? [] : live) {
         killed.add(pid);
+        if (!killedByPid(pid)) asUid = true;
       }
+      if (asUid) return killAllAs(uid, gid);
     },
     async () => {
       live = await pidsOf(uid);
-      if (live.some((pid) => !killed.has(pid))) forks = true;
+      if (live.some((pid) => !killed.has(pid))) asUid = true;
       return live.length === 0;
     },
   );
+}
+
+/** SIGKILL to `pid`; false when this process may not signal it. */
+function killedByPid(pid: number): boolean {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== "EPERM";
+  }
+  return true;
 }
 
 async function pidsOf(uid: number): Promise<number[]> {
