@@ -92,13 +92,12 @@ async function killUntilGone(kill: () => Promise<void> | void, gone: () => Promi
 /**
  * Ends every process of `uid`, found in /proc; true once none is left alive. Most sessions end with
  * processes that fork no more (their R process, what it started and waits for): each is killed by its
- * pid, from here (a pid a look found still names that process, as in killListed). A look that finds a
- * process that was not there before (forked meanwhile, or missed by a listing) means the uid still
- * forks, and a signal refused (EPERM: a security module's rule) that only the uid may signal its own: from then on each kill
- * is kill(-1) as the uid (killAllAs), which no fork slips through. That spawns a process, a fork of
- * this one on the event loop, which came before a DELETE could answer when it was the first kill:
- * delete p50 5.0 ms without quotas, 1.1–2.5 ms now (by hand, 60 create + delete cycles 30 ms apart;
- * test/bench/README.md, issue 40).
+ * pid, from here (a pid a look found still names that process, as in killListed). Once a look finds
+ * a process that was not there before (forked meanwhile, or missed by a listing), or a signal is
+ * refused (EPERM: a security module's rule), each kill is kill(-1) as the uid (killAllAs), which no
+ * fork slips through. That spawns a process, a fork of this one on the event loop, which came before
+ * a DELETE could answer when it was the first kill: delete p50 5.0 ms without quotas, 1.1–2.5 ms now
+ * (by hand, 60 create + delete cycles 30 ms apart; test/bench/README.md, issue 40).
  */
 export async function reapUid(uid: number, gid: number): Promise<boolean> {
   const killed = new Set<number>();
@@ -106,10 +105,11 @@ export async function reapUid(uid: number, gid: number): Promise<boolean> {
   let live = await pidsOf(uid);
   return killUntilGone(
     () => {
-      for (const pid of asUid ? [] : live) {
-        killed.add(pid);
-        if (!killedByPid(pid)) asUid = true;
-      }
+      if (!asUid)
+        for (const pid of live) {
+          killed.add(pid);
+          if (!killedByPid(pid)) asUid = true;
+        }
       if (asUid) return killAllAs(uid, gid);
     },
     async () => {
