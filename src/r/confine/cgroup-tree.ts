@@ -35,7 +35,7 @@ export interface SessionGroup {
 export interface CgroupTree {
   /** Which cgroup hierarchy: 1 or 2. */
   readonly version: 1 | 2;
-  /** A new group for a session, with its limits set (made off the event loop: a session starts while others run). */
+  /** A new group for a session, with its limits set (its folders made off the event loop: a session starts while others run). */
   session(name: string, limits: SessionLimits): Promise<SessionGroup>;
   /** Times the budget's OOM killer ended a session process because all sessions together took too much. */
   budgetOomKills(): number;
