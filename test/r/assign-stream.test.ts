@@ -330,6 +330,37 @@ describe("assign: large values streamed from the socket to the session", functio
     await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
   });
 
+  it("closes the pipe a streamed assign reads before it takes the interrupt of a client that left", async () => {
+    const id = await open();
+    const rPid = Number(await evaluate(id, "Sys.getpid()"));
+    // R's close() of the pipe made slow, as above: the client leaves halfway, Node closes its end of
+    // the pipe (R's unserialize() fails) and interrupts R, whose interrupt lands in the on.exit() that
+    // closes R's end. Taken there, it cut the close short and R kept the pipe's descriptor.
+    const slowClose =
+      'real <- base::close; unlockBinding("close", baseenv()); assign("close", function(con, ...) { if (inherits(con, "file") && endsWith(summary(con)$description, ".value-pipe")) { t <- Sys.time(); while (Sys.time() - t < 2) NULL }; real(con, ...) }, envir = baseenv()); lockBinding("close", baseenv()); TRUE';
+    expect(await evaluate(id, slowClose)).to.equal(true);
+    const size = fs.statSync(base64).size;
+    const socket = net.connect(rock.port, "127.0.0.1");
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(
+      `POST /r/session/${id}/_assign?s=cut HTTP/1.1\r\nHost: x\r\nAuthorization: ${basic("admin")}\r\nContent-Type: application/x-rdata\r\nContent-Length: ${size}\r\n\r\n`,
+    );
+    const part = fs.createReadStream(base64, { end: Math.floor(size / 4) });
+    for await (const chunk of part) if (!socket.write(chunk)) await new Promise((resolve) => socket.once("drain", resolve));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    socket.destroy();
+    expect(await evaluate(id, "exists('cut', envir = globalenv(), inherits = FALSE)")).to.equal(false);
+    const pipes = fs.readdirSync(`/proc/${rPid}/fd`).filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/${rPid}/fd/${fd}`).includes(".value-pipe");
+      } catch {
+        return false;
+      }
+    });
+    expect(pipes, "R's descriptors of the pipe").to.deep.equal([]);
+    await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
+  });
+
   it("ends an answer whose R code said it pipes without piping, and ends a session that says so twice", async () => {
     const id = await open();
     const rds = (script: string) =>

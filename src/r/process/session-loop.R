@@ -137,9 +137,15 @@ drain_interrupt <- function() {
 # A value unserialized as Node writes it into a FIFO (src/r/wire/value-feed.ts): the read overlaps the
 # transfer and no raw copy of the whole serialization is held. raw = TRUE: no compression sniffing,
 # which would read ahead on a pipe. Node removes the FIFO.
+#
+# The pipe is opened, and its close set up, with interrupts held, and closed with them held: a client
+# that leaves makes Node close its end (unserialize() fails) and interrupt R, and that interrupt taken
+# in the close cut it short, leaving R's end open for the rest of the session.
 read_stream <- function(path) {
-  con <- file(path, "rb", raw = TRUE)
-  on.exit(close(con))
+  suspendInterrupts({
+    con <- file(path, "rb", raw = TRUE)
+    on.exit(suspendInterrupts(close(con)))
+  })
   unserialize(con)
 }
 
