@@ -80,6 +80,21 @@ describe("assign: large values streamed from the socket to the session", functio
       `@${file}`,
       `${rock.url}/r/session/${id}/_assign?${query}`,
     ]);
+  /**
+   * R code making R's close() of the value pipe slow (2 s of R code, in which R takes an interrupt that
+   * is pending): a client leaving then lands its interrupt in the on.exit() that closes the pipe.
+   */
+  const slowClose =
+    'real <- base::close; unlockBinding("close", baseenv()); assign("close", function(con, ...) { if (inherits(con, "file") && endsWith(summary(con)$description, ".value-pipe")) { t <- Sys.time(); while (Sys.time() - t < 2) NULL }; real(con, ...) }, envir = baseenv()); lockBinding("close", baseenv()); TRUE';
+  /** The descriptors process `pid` holds of a session's value pipe (its link ends ` (deleted)` once removed). */
+  const pipesOf = (pid: number): string[] =>
+    fs.readdirSync(`/proc/${pid}/fd`).filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/${pid}/fd/${fd}`).includes(".value-pipe");
+      } catch {
+        return false;
+      }
+    });
   /** R code: whether `x` serializes to the source's bytes (its MD5), so is identical() to it. */
   const sameAsSource = 'f <- tempfile(); con <- file(f, "wb"); serialize(x, con); close(con); m <- unname(tools::md5sum(f)); unlink(f); m';
 
@@ -294,8 +309,6 @@ describe("assign: large values streamed from the socket to the session", functio
     // pending): the client leaves while R closes the pipe, as it may when the interrupt lands during
     // serialize() and R takes it in the on.exit() that closes the pipe. Taken there, the close was cut
     // short and the pipe left open, and the session ended at the end of the grace time.
-    const slowClose =
-      'real <- base::close; unlockBinding("close", baseenv()); assign("close", function(con, ...) { if (inherits(con, "file") && endsWith(summary(con)$description, ".value-pipe")) { t <- Sys.time(); while (Sys.time() - t < 2) NULL }; real(con, ...) }, envir = baseenv()); lockBinding("close", baseenv()); TRUE';
     expect(await evaluate(id, slowClose)).to.equal(true);
     // runif(2e5): 1.6 MB, through the pipe. The client leaves once it has most of the value's bytes (the
     // last of them leave R's file buffer when the pipe is closed): R writes the rest or closes the pipe.
@@ -319,14 +332,7 @@ describe("assign: large values streamed from the socket to the session", functio
     });
     expect(await evaluate(id, "1 + 1")).to.equal(2);
     // R holds no descriptor of the pipe.
-    const pipes = fs.readdirSync(`/proc/${rPid}/fd`).filter((fd) => {
-      try {
-        return fs.readlinkSync(`/proc/${rPid}/fd/${fd}`).includes(".value-pipe");
-      } catch {
-        return false;
-      }
-    });
-    expect(pipes).to.deep.equal([]);
+    expect(pipesOf(rPid)).to.deep.equal([]);
     await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
   });
 
@@ -336,8 +342,6 @@ describe("assign: large values streamed from the socket to the session", functio
     // R's close() of the pipe made slow, as above: the client leaves halfway, Node closes its end of
     // the pipe (R's unserialize() fails) and interrupts R, whose interrupt lands in the on.exit() that
     // closes R's end. Taken there, it cut the close short and R kept the pipe's descriptor.
-    const slowClose =
-      'real <- base::close; unlockBinding("close", baseenv()); assign("close", function(con, ...) { if (inherits(con, "file") && endsWith(summary(con)$description, ".value-pipe")) { t <- Sys.time(); while (Sys.time() - t < 2) NULL }; real(con, ...) }, envir = baseenv()); lockBinding("close", baseenv()); TRUE';
     expect(await evaluate(id, slowClose)).to.equal(true);
     const size = fs.statSync(base64).size;
     const socket = net.connect(rock.port, "127.0.0.1");
@@ -350,14 +354,7 @@ describe("assign: large values streamed from the socket to the session", functio
     await new Promise((resolve) => setTimeout(resolve, 300));
     socket.destroy();
     expect(await evaluate(id, "exists('cut', envir = globalenv(), inherits = FALSE)")).to.equal(false);
-    const pipes = fs.readdirSync(`/proc/${rPid}/fd`).filter((fd) => {
-      try {
-        return fs.readlinkSync(`/proc/${rPid}/fd/${fd}`).includes(".value-pipe");
-      } catch {
-        return false;
-      }
-    });
-    expect(pipes, "R's descriptors of the pipe").to.deep.equal([]);
+    expect(pipesOf(rPid), "R's descriptors of the pipe").to.deep.equal([]);
     await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
   });
 
@@ -378,15 +375,7 @@ describe("assign: large values streamed from the socket to the session", functio
     expect(once.status).to.equal(200);
     expect(once.bytes.equals((await rds("42L")).bytes), "the value as R serializes it").to.equal(true);
     // No descriptor of the pipe is left open in the server.
-    const pipes = () =>
-      fs.readdirSync(`/proc/${rock.pid}/fd`).filter((fd) => {
-        try {
-          return fs.readlinkSync(`/proc/${rock.pid}/fd/${fd}`).endsWith(".value-pipe");
-        } catch {
-          return false;
-        }
-      });
-    expect(pipes()).to.deep.equal([]);
+    expect(pipesOf(rock.pid)).to.deep.equal([]);
     // Twice in one request breaks the protocol: the session is ended, not trusted.
     expect((await rds(`${piping}; ${piping}; 1`)).status).to.not.equal(200);
     expect((await rest(rock.url, "GET", `/r/session/${id}`, admin)).status).to.equal(404);
