@@ -21,7 +21,11 @@ peer_signals <- c(TERM = 15L, KILL = 9L, INT = 2L)
 # When the process `pid` started (seconds since the epoch, as ps counts) once Node signalled it
 # (`signal` none: only looked at it); NULL when Node refused, or when this process cannot ask. Node
 # answers while the evaluation runs: an interrupt that lands while R waits for the answer would leave
-# it unread in front of the next request, so it is held until the answer came, then raised again.
+# it unread in front of the next request, so it is held until the answer came, then raised again,
+# at once, as R raises one (the interrupt condition to its handlers). Raised with a SIGINT to this process
+# instead, it stayed pending until R next looked, which could be in the wait for the next answer
+# (code that asks in a loop): held there again, it was raised again, for ever.
+interrupt_condition <- structure(list(), class = c("interrupt", "condition"))
 ask_node <- function(pid, signal, time = NULL) {
   con <- peer$con
   if (is.null(con) || Sys.getpid() != peer$pid) return(NULL)
@@ -37,7 +41,8 @@ ask_node <- function(pid, signal, time = NULL) {
     answer <- tryCatch(read_frame(con), interrupt = held)
     if (!isFALSE(answer)) break
   }
-  if (interrupted) tools::pskill(Sys.getpid(), tools::SIGINT)
+  # The handlers of the code that asked, then serve()'s, which every evaluation runs under, take it.
+  if (interrupted) signalCondition(interrupt_condition)
   if (is.null(answer) || answer$type != to_session_signalled) stop("the R session lost its connection to the service")
   started <- readBin(answer$payload, "character", 1L)
   if (nzchar(started)) as.numeric(started)
