@@ -23,15 +23,20 @@ export async function liveProcessesByUid(uids: (uid: number) => boolean): Promis
     const code = entry.charCodeAt(0);
     if (code < 48 || code > 57) continue;
     if (++read % STATUS_BATCH === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    const status = statusHead(`/proc/${entry}/status`, head);
-    if (status === undefined) continue; // Gone meanwhile.
-    const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
-    if (!uids(uid) || /^State:\s+Z/m.test(status)) continue;
+    const uid = liveUidOf(Number(entry), head);
+    if (uid === undefined || !uids(uid)) continue;
     const pids = found.get(uid) ?? [];
     pids.push(Number(entry));
     found.set(uid, pids);
   }
   return found;
+}
+
+/** The real uid of process `pid`; undefined when it is gone or a zombie. `head`: a buffer to read into. */
+function liveUidOf(pid: number, head: Buffer): number | undefined {
+  const status = statusHead(`/proc/${pid}/status`, head);
+  if (status === undefined || /^State:\s+Z/m.test(status)) return undefined;
+  return Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
 }
 
 /** The first bytes of a /proc status file; undefined when its process is gone. */
@@ -102,9 +107,16 @@ async function killUntilGone(kill: () => Promise<void> | void, gone: () => Promi
 export async function reapUid(uid: number, gid: number): Promise<boolean> {
   const killed = new Set<number>();
   let asUid = false;
+  // Once a look of all /proc after a kill finds nothing that kill missed (kill(-1) misses nothing),
+  // every process of the uid has SIGKILL pending, and a process with a signal pending cannot fork:
+  // what is left only dies. Later looks read those processes' own status files, not all of /proc (a
+  // session's end looked 3-4 times, each a scan of every process), and nothing is killed again.
+  let dying = false;
   let live = await pidsOf(uid);
+  const head = Buffer.allocUnsafe(STATUS_HEAD_BYTES);
   return killUntilGone(
     () => {
+      if (dying) return;
       if (!asUid)
         for (const pid of live) {
           killed.add(pid);
@@ -113,8 +125,14 @@ export async function reapUid(uid: number, gid: number): Promise<boolean> {
       if (asUid) return killAllAs(uid, gid);
     },
     async () => {
+      if (dying) {
+        live = live.filter((pid) => liveUidOf(pid, head) === uid);
+        return live.length === 0;
+      }
       live = await pidsOf(uid);
-      if (live.some((pid) => !killed.has(pid))) asUid = true;
+      const missed = live.some((pid) => !killed.has(pid));
+      dying = asUid || !missed;
+      if (missed) asUid = true;
       return live.length === 0;
     },
   );
