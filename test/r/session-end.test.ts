@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { caller, ctxOf, startRig, until, type Rig } from "./support.js";
 
@@ -59,6 +59,28 @@ describe("a session's end after its DELETE answered", function () {
       expect(existsSync(dirs.home)).to.equal(true);
     } finally {
       execFileSync("umount", [mount]);
+    }
+    await until(() => !existsSync(dirs.home), 10_000);
+  });
+
+  it("names the file it cannot remove and the kernel's reason, then removes it once it can", async function () {
+    if (process.getuid?.() !== 0) this.skip();
+    rig = await startRig({ spareSessions: 0 });
+    const lines = logged();
+    const id = await create();
+    const dirs = rig.engine.session(id).dirs;
+    // An immutable file: even root's unlink is refused (EPERM), as it is for a file in a folder the
+    // session made sticky where the service lacks CAP_FOWNER. Node's recursive rm said `ENOTDIR … scandir`.
+    const kept = join(dirs.work, "kept");
+    writeFileSync(kept, "x");
+    execFileSync("chattr", ["+i", kept]);
+    try {
+      await remove(id);
+      await until(() => lines.some((line) => line.includes(`R session ${id}:`)));
+      const line = lines.find((l) => l.includes(`R session ${id}:`));
+      expect(line).to.include(`EPERM: operation not permitted, unlink '${kept}'; tried again in 1 s`);
+    } finally {
+      execFileSync("chattr", ["-i", kept]);
     }
     await until(() => !existsSync(dirs.home), 10_000);
   });

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { chmod, chown, lchown, mkdir, readdir, rm, rmdir } from "node:fs/promises";
+import type { Dirent } from "node:fs";
+import { chmod, chown, lchown, mkdir, readdir, rmdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { RConfig } from "../../config/config.js";
 import type { RChild } from "../process/child.js";
@@ -251,9 +252,7 @@ export class SessionHomes {
       this.options.log.append(`A control group of an earlier run could not be removed: ${group}\n`);
     const names = await readdir(sessionsDir);
     await Promise.all(
-      names.map((name) =>
-        kept.has(name) ? this.uids && chown(join(sessionsDir, name), 0, 0) : rm(join(sessionsDir, name), { recursive: true, force: true }),
-      ),
+      names.map((name) => (kept.has(name) ? this.uids && chown(join(sessionsDir, name), 0, 0) : removeTree(join(sessionsDir, name)))),
     );
     return names.filter((name) => !kept.has(name));
   }
@@ -332,6 +331,27 @@ async function removeFolders(dirs: SessionFolders): Promise<void> {
     await Promise.all([dirs.work, dirs.tmp, dirs.library].map(removed));
     await removed(dirs.home);
   } catch {
-    await rm(dirs.home, { recursive: true, force: true });
+    await removeTree(dirs.home);
   }
+}
+
+/**
+ * Removes `path` and what it holds, symbolic links as links. A failure names the entry and the
+ * kernel's reason: Node's recursive `rm` said `ENOTDIR … scandir` of a file it could not unlink for
+ * want of CAP_FOWNER (a folder a session made sticky), having tried it as a folder next.
+ */
+async function removeTree(path: string): Promise<void> {
+  let entries: Dirent[];
+  try {
+    entries = await readdir(path, { withFileTypes: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return;
+    if (code !== "ENOTDIR") throw error;
+    return unlink(path).catch(ignoreGone);
+  }
+  await Promise.all(
+    entries.map((entry) => (entry.isDirectory() ? removeTree(join(path, entry.name)) : unlink(join(path, entry.name)).catch(ignoreGone))),
+  );
+  await rmdir(path).catch(ignoreGone);
 }
