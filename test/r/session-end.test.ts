@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { caller, ctxOf, startRig, until, type Rig } from "./support.js";
 
@@ -63,7 +64,7 @@ describe("a session's end after its DELETE answered", function () {
     await until(() => !existsSync(dirs.home), 10_000);
   });
 
-  it("names the file it cannot remove and the kernel's reason, then removes it once it can", async function () {
+  it("names the file it cannot remove and the kernel's reason, then removes it once it can, a link to a folder as a link", async function () {
     if (process.getuid?.() !== 0) this.skip();
     rig = await startRig({ spareSessions: 0 });
     const lines = logged();
@@ -74,6 +75,10 @@ describe("a session's end after its DELETE answered", function () {
     const kept = join(dirs.work, "kept");
     writeFileSync(kept, "x");
     execFileSync("chattr", ["+i", kept]);
+    // A link to a folder outside, which the removal must not follow.
+    const outside = mkdtempSync(join(tmpdir(), "rock-outside-"));
+    writeFileSync(join(outside, "theirs"), "y");
+    symlinkSync(outside, join(dirs.work, "link"));
     try {
       await remove(id);
       await until(() => lines.some((line) => line.includes(`R session ${id}:`)));
@@ -83,5 +88,7 @@ describe("a session's end after its DELETE answered", function () {
       execFileSync("chattr", ["-i", kept]);
     }
     await until(() => !existsSync(dirs.home), 10_000);
+    expect(readFileSync(join(outside, "theirs"), "utf8"), "what the link pointed to").to.equal("y");
+    rmSync(outside, { recursive: true, force: true });
   });
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { Dirent } from "node:fs";
-import { chmod, chown, lchown, mkdir, readdir, rmdir, unlink } from "node:fs/promises";
+import type { Stats } from "node:fs";
+import { chmod, chown, lchown, lstat, mkdir, readdir, rmdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { RConfig } from "../../config/config.js";
 import type { RChild } from "../process/child.js";
@@ -336,20 +336,23 @@ async function removeFolders(dirs: SessionFolders): Promise<void> {
 }
 
 /**
- * Removes `path` and what it holds, symbolic links as links. A failure names the entry and the
- * kernel's reason: Node's recursive `rm` said `ENOTDIR … scandir` of a file it could not unlink for
- * want of CAP_FOWNER (a folder a session made sticky), having tried it as a folder next.
+ * Removes `path` and what it holds, symbolic links as links (each folder looked at with lstat before
+ * it is read, as Node's `rm` does). A failure names the entry and the kernel's reason: Node's
+ * recursive `rm` said `ENOTDIR … scandir` of a file it could not unlink (EPERM: for want of
+ * CAP_FOWNER in a folder a session made sticky, an immutable file), having tried it as a folder next.
  */
 async function removeTree(path: string): Promise<void> {
-  let entries: Dirent[];
+  let info: Stats;
   try {
-    entries = await readdir(path, { withFileTypes: true });
+    info = await lstat(path);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return;
-    if (code !== "ENOTDIR") throw error;
-    return unlink(path).catch(ignoreGone);
+    return ignoreGone(error as NodeJS.ErrnoException);
   }
+  if (!info.isDirectory()) return unlink(path).catch(ignoreGone);
+  const entries = await readdir(path, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+    ignoreGone(error);
+    return [];
+  });
   await Promise.all(
     entries.map((entry) => (entry.isDirectory() ? removeTree(join(path, entry.name)) : unlink(join(path, entry.name)).catch(ignoreGone))),
   );
