@@ -74,7 +74,14 @@ describe("a session's end after its DELETE answered", function () {
     // session made sticky where the service lacks CAP_FOWNER. Node's recursive rm said `ENOTDIR … scandir`.
     const kept = join(dirs.work, "kept");
     writeFileSync(kept, "x");
-    execFileSync("chattr", ["+i", kept]);
+    try {
+      execFileSync("chattr", ["+i", kept], { stdio: "pipe" });
+    } catch (error) {
+      // A container without CAP_LINUX_IMMUTABLE (Docker's default set), a file system without the flag.
+      console.log(`      skipped: chattr +i refused here (${String(error).split("\n")[0]})`);
+      await remove(id);
+      this.skip();
+    }
     // A link to a folder outside, which the removal must not follow.
     const outside = mkdtempSync(join(tmpdir(), "rock-outside-"));
     writeFileSync(join(outside, "theirs"), "y");
