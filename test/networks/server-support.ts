@@ -37,15 +37,26 @@ export async function startOnFolder(dataDir: string): Promise<FolderServer> {
   };
 }
 
-/** A port that was free a moment ago: main.ts binds ROCK_PORT as given, so 0 would hide the port. */
+/** Ports freePort gave this process: the kernel may offer a closed one again before its taker binds it. */
+const given = new Set<number>();
+
+/**
+ * A port that was free a moment ago: main.ts binds ROCK_PORT as given, so 0 would hide the port. Never
+ * one given before: ports picked in a row and bound later (a cluster's nodes and its HAProxy) once came
+ * out the same, and HAProxy could not bind its own.
+ */
 export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as net.AddressInfo;
-  server.close();
-  await once(server, "close");
-  return port;
+  for (;;) {
+    const server = net.createServer();
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as net.AddressInfo;
+    server.close();
+    await once(server, "close");
+    if (given.has(port)) continue;
+    given.add(port);
+    return port;
+  }
 }
 
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
