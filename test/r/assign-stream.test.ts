@@ -95,6 +95,22 @@ describe("assign: large values streamed from the socket to the session", functio
         return false;
       }
     });
+  /**
+   * `_assign` of the base64 as `cut` over a socket of its own, which leaves once `share` of the body is
+   * sent (and 300 ms more): the client gone halfway.
+   */
+  const leaveHalfway = async (id: string, share: number): Promise<void> => {
+    const size = fs.statSync(base64).size;
+    const socket = net.connect(rock.port, "127.0.0.1");
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(
+      `POST /r/session/${id}/_assign?s=cut HTTP/1.1\r\nHost: x\r\nAuthorization: ${basic("admin")}\r\nContent-Type: application/x-rdata\r\nContent-Length: ${size}\r\n\r\n`,
+    );
+    const part = fs.createReadStream(base64, { end: Math.floor(size * share) });
+    for await (const chunk of part) if (!socket.write(chunk)) await new Promise((resolve) => socket.once("drain", resolve));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    socket.destroy();
+  };
   /** R code: whether `x` serializes to the source's bytes (its MD5), so is identical() to it. */
   const sameAsSource = 'f <- tempfile(); con <- file(f, "wb"); serialize(x, con); close(con); m <- unname(tools::md5sum(f)); unlink(f); m';
 
@@ -137,16 +153,7 @@ describe("assign: large values streamed from the socket to the session", functio
 
   it("leaves no symbol and no pipe or spooled file when the client leaves halfway", async () => {
     const id = await open();
-    const size = fs.statSync(base64).size;
-    const socket = net.connect(rock.port, "127.0.0.1");
-    await new Promise((resolve) => socket.once("connect", resolve));
-    socket.write(
-      `POST /r/session/${id}/_assign?s=cut HTTP/1.1\r\nHost: x\r\nAuthorization: ${basic("admin")}\r\nContent-Type: application/x-rdata\r\nContent-Length: ${size}\r\n\r\n`,
-    );
-    const half = fs.createReadStream(base64, { end: Math.floor(size / 2) });
-    for await (const chunk of half) if (!socket.write(chunk)) await new Promise((resolve) => socket.once("drain", resolve));
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    socket.destroy();
+    await leaveHalfway(id, 1 / 2);
     const home = path.join(rock.dataDir, "sessions", id);
     const staged = () => fs.readdirSync(home).filter((f) => f.endsWith(".spool"));
     for (let i = 0; i < 100 && staged().length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -343,16 +350,7 @@ describe("assign: large values streamed from the socket to the session", functio
     // the pipe (R's unserialize() fails) and interrupts R, whose interrupt lands in the on.exit() that
     // closes R's end. Taken there, it cut the close short and R kept the pipe's descriptor.
     expect(await evaluate(id, slowClose)).to.equal(true);
-    const size = fs.statSync(base64).size;
-    const socket = net.connect(rock.port, "127.0.0.1");
-    await new Promise((resolve) => socket.once("connect", resolve));
-    socket.write(
-      `POST /r/session/${id}/_assign?s=cut HTTP/1.1\r\nHost: x\r\nAuthorization: ${basic("admin")}\r\nContent-Type: application/x-rdata\r\nContent-Length: ${size}\r\n\r\n`,
-    );
-    const part = fs.createReadStream(base64, { end: Math.floor(size / 4) });
-    for await (const chunk of part) if (!socket.write(chunk)) await new Promise((resolve) => socket.once("drain", resolve));
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    socket.destroy();
+    await leaveHalfway(id, 1 / 4);
     expect(await evaluate(id, "exists('cut', envir = globalenv(), inherits = FALSE)")).to.equal(false);
     expect(pipesOf(rPid), "R's descriptors of the pipe").to.deep.equal([]);
     await rest(rock.url, "DELETE", `/r/session/${id}`, admin);
